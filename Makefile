@@ -1,0 +1,36 @@
+# The two commands a newcomer needs: `make run` and `make test`. Everything else builds on them.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+ORIGINS ?= 100000
+
+.PHONY: install run test test-db lint bench loadtest faulttest clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## make run: embedded PostgreSQL (unless DATABASE_URL is set), a demo graph, gunicorn on :8000
+run: install
+	$(BIN)/registry serve --dev
+
+## make test: the whole suite (PostgreSQL from DATABASE_URL, else the embedded one)
+test: install
+	$(BIN)/python -m pytest
+
+## make test-db: only the tests that need a database (CI runs them again on another server)
+test-db: install
+	$(BIN)/python -m pytest -m db
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

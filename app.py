@@ -1,0 +1,43 @@
+"""The application factory: defaults, then the environment, then the caller's overlay."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from registry import db, openapi, operator, public
+from registry.auth import register_auth
+from registry.errors import register_errorhandlers
+from registry.responses import OrjsonProvider
+from registry.settings import DEFAULTS, settings_from_environ
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the WSGI app; `config` (tests) overrides the environment, which overrides defaults."""
+    app = Flask(__name__)
+    app.config.from_mapping(DEFAULTS)
+    app.config.update(settings_from_environ())
+    if config:
+        app.config.update(config)
+    app.json = OrjsonProvider(app)
+    configure_logger(app)
+    db.init_app(app)
+    register_auth(app)
+    register_blueprints(app)
+    register_errorhandlers(app)
+    return app
+
+
+def register_blueprints(app: Flask) -> None:
+    """The public surface, the registry surface and the OpenAPI document."""
+    app.register_blueprint(public.bp)
+    app.register_blueprint(operator.bp)
+    app.register_blueprint(openapi.bp)
+
+
+def configure_logger(app: Flask) -> None:
+    """Log at the configured level."""
+    logging.getLogger("registry").setLevel(str(app.config["REGISTRY_LOG_LEVEL"]).upper())

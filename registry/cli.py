@@ -1,0 +1,254 @@
+"""The `registry` command: load and generate graph documents, manage the database, mint tokens."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+import psycopg
+
+from registry.db import resolve_database_url
+from registry.settings import SettingsError, load_settings
+
+
+def _connect(settings: dict[str, Any]) -> psycopg.Connection:
+    """An autocommit connection to the configured database (the embedded one by default)."""
+    return psycopg.connect(resolve_database_url(settings), autocommit=True)
+
+
+def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry load PATH|-: replace the graph with a document."""
+    from registry.loading import LoadRejected, load_counts_line, load_document
+
+    interactive = sys.stderr.isatty()
+    started = time.monotonic()
+
+    def progress(lines: int) -> None:
+        rate = lines / max(time.monotonic() - started, 1e-9)
+        sys.stderr.write(f"\r{lines:,} records read ({rate:,.0f} records/s)")
+        sys.stderr.flush()
+
+    stream: IO[bytes]
+    try:
+        stream = sys.stdin.buffer if args.path == "-" else open(args.path, "rb")  # noqa: SIM115
+    except OSError as error:
+        print(f"registry load: cannot read {args.path}: {error.strerror}", file=sys.stderr)
+        return 1
+    try:
+        with _connect(settings) as conn:
+            result = load_document(conn, stream, progress if interactive else None)
+    except LoadRejected as rejected:
+        if interactive:
+            sys.stderr.write("\n")
+        print(f"registry load: the document was not loaded; nothing changed.", file=sys.stderr)
+        print(rejected.report(), file=sys.stderr)
+        return 1
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if interactive:
+        sys.stderr.write("\n")
+    print(load_counts_line(result))
+    return 0
+
+
+def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry demo: write a synthetic graph document."""
+    from registry.demo import write_demo_document
+
+    if args.out in (None, "-"):
+        write_demo_document(sys.stdout.buffer, origins=args.origins, seed=args.seed)
+        sys.stdout.buffer.flush()
+    else:
+        with open(args.out, "wb") as out:
+            write_demo_document(out, origins=args.origins, seed=args.seed)
+    return 0
+
+
+def command_db_upgrade(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry db upgrade: apply migrations; publish an empty graph where there is none."""
+    from registry.loading import ensure_graph
+    from registry.migrations import SCHEMA_VERSION
+
+    with _connect(settings) as conn:
+        created = ensure_graph(conn)
+    note = " (published an empty graph)" if created else ""
+    print(f"schema at version {SCHEMA_VERSION}{note}")
+    return 0
+
+
+def command_db_url(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry db url: print the database URL in use (starting the embedded server if needed)."""
+    print(resolve_database_url(settings))
+    return 0
+
+
+def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry db is-empty: exit 0 when the database holds no origins, 1 otherwise."""
+    from registry.loading import ensure_graph
+    from registry.queries import QUERIES
+
+    with _connect(settings) as conn:
+        ensure_graph(conn)
+        row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
+    return 0 if row is not None and row[0] == 0 else 1
+
+
+def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry db stop: stop the embedded server."""
+    from registry.embedded_postgres import stop_embedded
+    from registry.settings import state_dir
+
+    stopped = stop_embedded(state_dir(settings))
+    print("embedded PostgreSQL stopped" if stopped else "no embedded PostgreSQL was running")
+    return 0
+
+
+def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry db create-reader ROLE: a login role that can SELECT the graph and nothing else."""
+    from registry.loading import ensure_graph
+    from registry.roles import create_reader_role
+
+    with _connect(settings) as conn:
+        ensure_graph(conn)
+        create_reader_role(conn, args.role, args.password)
+    print(f"role {args.role} can now read the graph (SELECT only)")
+    return 0
+
+
+def command_token(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry token: mint a signed development token from the configured secret."""
+    from registry.auth import mint_token, parse_duration
+
+    try:
+        ttl = parse_duration(args.ttl)
+    except ValueError as error:
+        print(f"registry token: {error}", file=sys.stderr)
+        return 2
+    roles = [role for role in args.roles.split(",") if role]
+    print(mint_token(settings, roles=roles, ttl_seconds=ttl, subject=args.sub))
+    return 0
+
+
+def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry serve [--dev]: prepare the database and hand over to gunicorn.
+
+    With --dev (what `make run` does): the embedded PostgreSQL when DATABASE_URL is unset, a
+    demo graph when the database is empty, a generated secret kept in the state folder, and
+    a ready admin token with curl examples printed before gunicorn starts.
+    """
+    import os
+    import shutil
+
+    from registry.auth import development_secret, mint_token
+    from registry.demo import write_demo_document
+    from registry.loading import ensure_graph, load_counts_line, load_document
+    from registry.queries import QUERIES
+
+    env = dict(os.environ)
+    database_url = resolve_database_url(settings)
+    env["DATABASE_URL"] = database_url
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        ensure_graph(conn)
+        row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
+        if args.dev and row is not None and row[0] == 0:
+            import tempfile
+
+            print(f"loading a demo graph of {args.demo_origins:,} origins ...", flush=True)
+            with tempfile.TemporaryFile() as spool:
+                write_demo_document(spool, origins=args.demo_origins, seed=1)
+                spool.seek(0)
+                print(load_counts_line(load_document(conn, spool)), flush=True)
+    if args.dev:
+        env["REGISTRY_DEV"] = "1"
+        has_key = any(
+            settings.get(name)
+            for name in ("REGISTRY_JWT_SECRET", "REGISTRY_JWT_PUBLIC_KEY", "REGISTRY_JWKS_URL")
+        )
+        if not has_key:
+            env["REGISTRY_JWT_SECRET"] = development_secret(settings)
+            settings = {**settings, "REGISTRY_JWT_SECRET": env["REGISTRY_JWT_SECRET"]}
+        if settings.get("REGISTRY_JWT_SECRET"):
+            token = mint_token(settings, roles=["domain_admin"], ttl_seconds=12 * 3600,
+                               subject="make-run")
+            base = f"http://{args.bind}"
+            print(
+                "\nThe Broadcast Registry API is starting on " + base + "\n\n"
+                "An admin token (domain_admin, valid 12 hours):\n\n"
+                f"  export TOKEN={token}\n\n"
+                "Try:\n\n"
+                f"  curl -s {base}/summary\n"
+                f'  curl -s -H "Authorization: Bearer $TOKEN" {base}/registry/summary\n'
+                f'  curl -s -H "Authorization: Bearer $TOKEN" "{base}/registry/origins?limit=2"\n',
+                flush=True,
+            )
+    env["REGISTRY_BIND"] = args.bind
+    gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
+    os.execve(gunicorn, [gunicorn, "wsgi:app"], env)
+    return 0  # not reached
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="registry", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    load = commands.add_parser("load", help="replace the graph with a graph document (JSON Lines)")
+    load.add_argument("path", metavar="PATH", help="the document, or - for standard input")
+    load.set_defaults(run=command_load)
+
+    demo = commands.add_parser("demo", help="write a synthetic graph document")
+    demo.add_argument("--origins", type=int, default=10_000, help="about how many origins")
+    demo.add_argument("--seed", type=int, default=1, help="the same seed gives the same document")
+    demo.add_argument("--out", default=None, help="output file (default: standard output)")
+    demo.set_defaults(run=command_demo)
+
+    db = commands.add_parser("db", help="the database: upgrade, url, stop, create-reader")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="DB_COMMAND")
+    db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=command_db_upgrade)
+    db_commands.add_parser("url", help="print the database URL").set_defaults(run=command_db_url)
+    db_commands.add_parser("is-empty", help="exit 0 when no origins are loaded").set_defaults(
+        run=command_db_is_empty
+    )
+    db_commands.add_parser("stop", help="stop the embedded server").set_defaults(run=command_db_stop)
+    reader = db_commands.add_parser("create-reader", help="create a SELECT-only login role")
+    reader.add_argument("role", metavar="ROLE")
+    reader.add_argument("--password", default=None, help="the role's password (default: none)")
+    reader.set_defaults(run=command_db_create_reader)
+
+    token = commands.add_parser("token", help="mint a development token (HS256 secret needed)")
+    token.add_argument("--roles", default="domain_admin", help="comma-separated roles")
+    token.add_argument("--ttl", default="1h", help="lifetime: 90s, 15m, 1h, 1d")
+    token.add_argument("--sub", default="registry-cli", help="the token's subject")
+    token.set_defaults(run=command_token)
+    serve = commands.add_parser("serve", help="prepare the database and run gunicorn")
+    serve.add_argument("--dev", action="store_true", help="development mode (make run)")
+    serve.add_argument("--bind", default="127.0.0.1:8000", help="host:port to listen on")
+    serve.add_argument("--demo-origins", type=int, default=10_000,
+                       help="origins in the demo graph loaded into an empty database (--dev)")
+    serve.set_defaults(run=command_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `registry` console command."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        print(f"registry: {error}", file=sys.stderr)
+        return 2
+    try:
+        return int(args.run(args, settings))
+    except psycopg.OperationalError as error:
+        print(f"registry: cannot reach the database: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

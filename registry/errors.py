@@ -1,0 +1,79 @@
+"""Every error as JSON (contract §5): 400, 404, 405, 500, 503."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+from flask import Flask, Response, current_app
+from marshmallow import ValidationError
+from psycopg_pool import PoolTimeout, TooManyRequests
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+
+from registry.responses import json_response
+
+log = logging.getLogger("registry.errors")
+
+
+class OriginNotFound(Exception):
+    """A lookup matched no origin; the message says what was looked for."""
+
+
+def error_response(status: int, error: str, headers: dict[str, str] | None = None, **extra) -> Response:
+    """The contract's error body: success false and what went wrong."""
+    return json_response({"success": False, "error": error, **extra}, status, headers)
+
+
+def _invalid_parameters(error: ValidationError) -> Response:
+    """400: name each bad query parameter and why."""
+    return error_response(400, "Invalid request parameters", details=error.messages)
+
+
+def _origin_not_found(error: OriginNotFound) -> Response:
+    """404 for a lookup."""
+    return error_response(404, str(error))
+
+
+def _http_error(error: HTTPException) -> Response:
+    """Werkzeug's own errors (404 no route, 405, malformed requests) as JSON."""
+    headers = {}
+    if isinstance(error, MethodNotAllowed) and error.valid_methods:
+        headers["Allow"] = ", ".join(sorted(error.valid_methods))
+    return error_response(error.code or 500, error.name, headers)
+
+
+def service_unavailable() -> Response:
+    """503 with Retry-After: the database is unreachable or over its time budget."""
+    retry = str(current_app.config["REGISTRY_RETRY_AFTER_S"])
+    return error_response(503, "Service Unavailable", {"Retry-After": retry})
+
+
+def _database_unavailable(error: Exception) -> Response:
+    """The database failed us: say so briefly in the log, 503 to the caller."""
+    log.warning("database unavailable: %s: %s", type(error).__name__, str(error).strip()[:300])
+    return service_unavailable()
+
+
+def _unexpected(error: Exception) -> Response:
+    """500 with no internals; the traceback goes to the server log only."""
+    if isinstance(error, HTTPException):
+        return _http_error(error)
+    log.exception("unhandled error")
+    return error_response(500, "Internal Server Error")
+
+
+def register_errorhandlers(app: Flask) -> None:
+    """Make every error JSON."""
+    app.register_error_handler(ValidationError, _invalid_parameters)
+    app.register_error_handler(OriginNotFound, _origin_not_found)
+    app.register_error_handler(HTTPException, _http_error)
+    for database_error in (
+        PoolTimeout,
+        TooManyRequests,
+        psycopg.OperationalError,
+        psycopg.errors.QueryCanceled,
+        psycopg.errors.UndefinedTable,
+        psycopg.errors.InvalidSchemaName,
+    ):
+        app.register_error_handler(database_error, _database_unavailable)
+    app.register_error_handler(Exception, _unexpected)

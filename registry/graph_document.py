@@ -1,0 +1,349 @@
+"""Reading a graph document: JSON Lines, one record per line, checked record by record.
+
+Rules that need the whole document (unique ids, references, the catalog's transports)
+are checked by PostgreSQL after the rows are in; see registry.loading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from typing import IO, Any, NamedTuple
+
+import orjson
+
+from registry.search_text import fold_for_search
+
+TRANSPORTS = ("iptv", "ovp", "ota", "fast")
+PUBLICATION_STATUSES = ("published", "held")
+INT32_MAX = 2_147_483_647
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+ORIGIN_ID = re.compile(rf"svc:origin:({_UUID})\Z")
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z"
+)
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+class Problem(NamedTuple):
+    """One thing wrong with the document: where, which field, what."""
+
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.field}: {self.message}"
+
+
+class FieldError(ValueError):
+    """A field's value breaks its rule; the message says how."""
+
+
+# --- field rules: each returns the value to store, or raises FieldError -------------------
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise FieldError(f"must be a string, not {_json_type(value)}")
+    if "\x00" in value:
+        raise FieldError("must not contain NUL characters")
+    return value
+
+
+def _nonempty_string(value: Any) -> str:
+    value = _string(value)
+    if not value:
+        raise FieldError("must not be empty")
+    return value
+
+
+def _optional(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        return None if value is None else rule(value)
+
+    check.__name__ = f"optional_{rule.__name__}"
+    return check
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise FieldError(f"must be true or false, not {_json_type(value)}")
+    return value
+
+
+def _integer_between(low: int, high: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FieldError(f"must be an integer, not {_json_type(value)}")
+        if not low <= value <= high:
+            raise FieldError(f"must be between {low} and {high}, not {value}")
+        return value
+
+    return check
+
+
+def _origin_id(value: Any) -> str:
+    value = _string(value)
+    match = ORIGIN_ID.match(value)
+    if match is None:
+        raise FieldError(f"must be svc:origin:<uuid>, not {_quote(value)}")
+    return match.group(1).lower()
+
+
+def _one_of(*allowed: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in allowed or not isinstance(value, str):
+            raise FieldError(f"must be one of {', '.join(allowed)}, not {_quote(value)}")
+        return value
+
+    return check
+
+
+def _date_time(value: Any) -> str:
+    value = _string(value)
+    if not _RFC3339.match(value):
+        raise FieldError(f"must be an RFC 3339 date-time with a time zone, not {_quote(value)}")
+    text = value.upper()
+    seconds, dot, rest = text.partition(".")
+    if dot:  # Python keeps microseconds: drop digits past the sixth
+        digits = re.match(r"\d+", rest)
+        assert digits is not None
+        text = f"{seconds}.{digits.group(0)[:6]}{rest[digits.end():]}"
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise FieldError(f"is not a valid date-time: {_quote(value)}") from None
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+def _transports(value: Any) -> str:
+    if not isinstance(value, list):
+        raise FieldError(f"must be an array of transports, not {_json_type(value)}")
+    for item in value:
+        if item not in TRANSPORTS or not isinstance(item, str):
+            raise FieldError(f"must hold only {', '.join(TRANSPORTS)}, not {_quote(item)}")
+    if len(set(value)) != len(value):
+        raise FieldError("must not repeat a transport")
+    return "{" + ",".join(value) + "}"
+
+
+_optional_string = _optional(_string)
+_int32 = _integer_between(0, INT32_MAX)
+_optional_int64 = _optional(_integer_between(INT64_MIN, INT64_MAX))
+_optional_origin_id = _optional(_origin_id)
+_optional_date_time = _optional(_date_time)
+
+# (field, rule, required). Tables take the checked values in this order, then source_line.
+RECORD_FIELDS: dict[str, tuple[tuple[str, Callable[[Any], Any], bool], ...]] = {
+    "network": (("id", _nonempty_string, True), ("name", _optional_string, True)),
+    "origin": (
+        ("id", _origin_id, True),
+        ("name", _string, True),
+        ("network_id", _optional(_nonempty_string), True),
+        ("registry_id", _optional_string, True),
+        ("reviewed", _boolean, True),
+    ),
+    "governance_edge": (
+        ("origin_id", _origin_id, True),
+        ("governor_id", _nonempty_string, True),
+        ("active", _boolean, True),
+    ),
+    "allocation": (
+        ("origin_id", _origin_id, True),
+        ("network", _int32, True),
+        ("station", _int32, True),
+        ("channel", _int32, True),
+        ("publication_status", _optional(_one_of(*PUBLICATION_STATUSES)), True),
+        ("held_at", _optional_date_time, True),
+        ("held_reason", _optional_string, False),
+    ),
+    "carriage": (
+        ("id", _nonempty_string, True),
+        ("transport", _optional(_one_of(*TRANSPORTS)), True),
+        ("provider", _optional_string, True),
+        ("source", _optional_string, True),
+        ("availability", _optional_string, True),
+        ("origin_id", _optional_origin_id, True),
+    ),
+    "catalog": (("transports", _transports, True),),
+    "feed": (
+        ("connected", _boolean, True),
+        ("networks", _optional_int64, True),
+        ("iptv_networks", _optional_int64, True),
+        ("ovp_networks", _optional_int64, True),
+        ("channels", _optional_int64, True),
+        ("programs", _optional_int64, True),
+        ("reviews", _optional_int64, True),
+        ("pending_reviews", _optional_int64, True),
+    ),
+}
+
+# Where each record type goes, and the columns COPY fills (checked fields, extras, line).
+TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "network": ("networks", ("id", "name", "source_line")),
+    "origin": (
+        "origins",
+        ("id", "name", "network_id", "registry_id", "reviewed", "name_key", "registry_key",
+         "source_line"),
+    ),
+    "governance_edge": ("governance_edges", ("origin_id", "governor_id", "active", "source_line")),
+    "allocation": (
+        "allocations",
+        ("origin_id", "network", "station", "channel", "publication_status", "held_at",
+         "held_reason", "source_line"),
+    ),
+    "carriage": (
+        "carriages",
+        ("id", "transport", "provider", "source", "availability", "origin_id", "source_line"),
+    ),
+    "catalog": ("catalog", ("transports", "source_line")),
+    "feed": (
+        "feed",
+        ("connected", "networks", "iptv_networks", "ovp_networks", "channels", "programs",
+         "reviews", "pending_reviews", "source_line"),
+    ),
+}
+SINGLE_RECORD_TYPES = ("catalog", "feed")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _quote(value: Any) -> str:
+    text = orjson.dumps(value).decode() if not isinstance(value, bytes) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def copy_field(value: Any) -> str:
+    """One value in COPY's text format."""
+    if value is None:
+        return "\\N"
+    if value is True:
+        return "t"
+    if value is False:
+        return "f"
+    if isinstance(value, str):
+        return value.translate(_COPY_ESCAPES)
+    return str(value)
+
+
+def check_record(line: int, record: Any) -> tuple[str, list[Any]] | list[Problem]:
+    """Check one parsed record: (type, column values) when it is good, else its problems."""
+    if not isinstance(record, dict):
+        return [Problem(line, "record", f"must be a JSON object, not {_json_type(record)}")]
+    kind = record.get("type")
+    if kind is None:
+        return [Problem(line, "type", "is required")]
+    fields = RECORD_FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        known = ", ".join(RECORD_FIELDS)
+        return [Problem(line, "type", f"unknown record type {_quote(kind)} (known: {known})")]
+    problems: list[Problem] = []
+    values: list[Any] = []
+    for name, rule, required in fields:
+        if name not in record:
+            if required:
+                problems.append(Problem(line, name, "is required"))
+            values.append(None)
+            continue
+        try:
+            values.append(rule(record[name]))
+        except FieldError as error:
+            problems.append(Problem(line, name, str(error)))
+            values.append(None)
+    if len(record) > len(fields) + 1:
+        allowed = {name for name, _, _ in fields}
+        for name in record:
+            if name != "type" and name not in allowed:
+                problems.append(Problem(line, name, f"unknown field for a {kind} record"))
+    if problems:
+        return problems
+    if kind == "allocation":
+        problems = _check_allocation(line, values)
+    elif kind == "carriage" and values[5] is not None and values[1] is None:
+        problems = [Problem(line, "transport", "must be given for a carriage that names an origin")]
+    elif kind == "origin":
+        values.append(fold_for_search(values[1]))
+        values.append(None if values[3] is None else fold_for_search(values[3]))
+    return problems or (kind, values)
+
+
+def _check_allocation(line: int, values: list[Any]) -> list[Problem]:
+    """The held fields follow publication_status."""
+    status, held_at, reason = values[4], values[5], values[6]
+    if status == "held" and held_at is None:
+        return [Problem(line, "held_at", "is required when publication_status is held")]
+    if status != "held" and held_at is not None:
+        return [Problem(line, "held_at", "must be null unless publication_status is held")]
+    if status != "held" and reason is not None:
+        return [Problem(line, "held_reason", "must be null unless publication_status is held")]
+    return []
+
+
+class DocumentReader:
+    """Streams a document into one spool per table, collecting problems as it goes."""
+
+    def __init__(self, spools: dict[str, IO[str]], max_problems: int = 20):
+        self.spools = spools
+        self.max_problems = max_problems
+        self.problems: list[Problem] = []
+        self.problem_count = 0
+        self.counts: dict[str, int] = dict.fromkeys(RECORD_FIELDS, 0)
+        self.lines = 0
+        self._single_seen: dict[str, int] = {}
+
+    def add_problems(self, problems: Iterable[Problem]) -> None:
+        """Keep the first few problems and count them all."""
+        for problem in problems:
+            self.problem_count += 1
+            if len(self.problems) < self.max_problems:
+                self.problems.append(problem)
+
+    def read_line(self, line: int, raw: bytes) -> None:
+        """Parse, check and spool one line of the document."""
+        self.lines = line
+        if not raw.strip():
+            self.add_problems([Problem(line, "record", "empty line; every line must hold a record")])
+            return
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError as error:
+            self.add_problems([Problem(line, "record", f"invalid JSON: {error.msg}")])
+            return
+        checked = check_record(line, record)
+        if isinstance(checked, list):
+            self.add_problems(checked)
+            return
+        kind, values = checked
+        if kind in SINGLE_RECORD_TYPES:
+            first = self._single_seen.setdefault(kind, line)
+            if first != line:
+                self.add_problems(
+                    [Problem(line, "type", f"a second {kind} record (the first is on line {first})")]
+                )
+                return
+        self.counts[kind] += 1
+        values.append(line)
+        self.spools[kind].write("\t".join(map(copy_field, values)) + "\n")
+
+    def read(self, stream: IO[bytes], progress: Callable[[int], None] | None = None) -> None:
+        """Read a whole binary stream, calling progress(lines) every 100,000 lines."""
+        for number, raw in enumerate(stream, start=1):
+            self.read_line(number, raw)
+            if progress is not None and number % 100_000 == 0:
+                progress(number)

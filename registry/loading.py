@@ -1,0 +1,242 @@
+"""`registry load`: a graph document into PostgreSQL, all of it or none of it.
+
+The document is streamed: each line is parsed and checked (registry.graph_document), its
+row spooled to a temporary file per table, and each file sent with COPY into a fresh schema,
+graph_next. PostgreSQL then checks what needs the whole document (unique ids, references,
+the catalog), the read model is built, and graph_next replaces the live graph in the same
+transaction. Readers keep answering from the old graph until the commit.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import orjson
+import psycopg
+from psycopg import errors, sql
+
+from registry.graph_document import TABLES, DocumentReader, Problem
+from registry.migrations import SCHEMA_VERSION, apply_migrations
+from registry.queries import QUERIES
+
+MAX_PROBLEMS = 20
+
+# Each whole-document rule: the constraint that enforces it in the database, and the query
+# that says which lines break it when the constraint cannot be added.
+WHOLE_DOCUMENT_CHECKS: tuple[tuple[str | None, str], ...] = (
+    ("load/add_network_key", "load/report_duplicate_networks"),
+    ("load/add_origin_key", "load/report_duplicate_origins"),
+    ("load/add_carriage_key", "load/report_duplicate_carriages"),
+    ("load/add_allocation_key", "load/report_duplicate_allocations"),
+    ("load/add_address_key", "load/report_duplicate_addresses"),
+    ("load/add_origin_network_reference", "load/report_unknown_networks"),
+    ("load/add_edge_origin_reference", "load/report_unknown_origins"),
+    ("load/add_allocation_origin_reference", "load/report_unknown_origins"),
+    ("load/add_carriage_origin_reference", "load/report_unknown_origins"),
+    (None, "load/report_unclassified_carriages"),
+)
+
+READ_MODEL_STEPS = (
+    "load/build_origin_rows",
+    "load/build_origin_docs",
+    "load/build_registry_summary",
+    "load/add_read_indexes",
+)
+
+
+class LoadRejected(Exception):
+    """The document breaks the contract; nothing was changed."""
+
+    def __init__(self, problems: list[Problem], total: int):
+        super().__init__(f"{total} problem(s) in the graph document")
+        self.problems = sorted(problems)[:MAX_PROBLEMS]
+        self.total = total
+
+    def report(self) -> str:
+        """The problems as `line N: field: problem` lines, then how many more there are."""
+        lines = [str(problem) for problem in self.problems]
+        if self.total > len(self.problems):
+            lines.append(f"... and {self.total - len(self.problems)} more problem(s)")
+        return "\n".join(lines)
+
+
+@dataclass
+class LoadResult:
+    """What a committed load put in."""
+
+    counts: dict[str, int]
+    lines: int
+    elapsed_s: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def load_document(
+    conn: psycopg.Connection,
+    stream: IO[bytes],
+    progress: Callable[[int], None] | None = None,
+) -> LoadResult:
+    """Replace the graph with the document read from stream; raise LoadRejected if it is bad."""
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    apply_migrations(conn)
+    spools = {kind: _spool() for kind in TABLES}
+    try:
+        reader = DocumentReader(spools, max_problems=MAX_PROBLEMS)
+        reader.read(stream, progress)
+        timings["parse"] = time.monotonic() - started
+        if reader.problem_count:
+            raise LoadRejected(reader.problems, reader.problem_count)
+        with conn.transaction():
+            conn.execute(QUERIES["meta/lock_loads"])
+            conn.execute(QUERIES["load/prepare_graph_next"])
+            conn.execute(QUERIES["load/use_graph_next"])
+            conn.execute(QUERIES["graph/create_tables"])
+            _copy_spools(conn, spools)
+            timings["copy"] = time.monotonic() - started
+            _check_whole_document(conn)
+            timings["check"] = time.monotonic() - started
+            for step in READ_MODEL_STEPS:
+                conn.execute(QUERIES[step])
+            timings["read_model"] = time.monotonic() - started
+            conn.execute(
+                QUERIES["load/record_graph_info"],
+                {"schema_version": SCHEMA_VERSION, "counts": orjson.dumps(reader.counts).decode()},
+            )
+            _grant_readers(conn)
+            conn.execute(QUERIES["load/analyze_graph_next"])
+            present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+            conn.execute(QUERIES["load/swap_graph" if present and present[0]
+                                 else "load/publish_first_graph"])
+            elapsed = time.monotonic() - started
+            conn.execute(
+                QUERIES["meta/record_load"],
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "elapsed_ms": int(elapsed * 1000),
+                    "counts": orjson.dumps(reader.counts).decode(),
+                },
+            )
+    finally:
+        for spool in spools.values():
+            spool.close()
+    _drop_old_graph(conn)
+    _vacuum_graph(conn)
+    timings["total"] = time.monotonic() - started
+    return LoadResult(reader.counts, reader.lines, time.monotonic() - started, timings)
+
+
+def ensure_graph(conn: psycopg.Connection) -> bool:
+    """Apply migrations and, in a database that never had a load, publish an empty graph."""
+    apply_migrations(conn)
+    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+    if present and present[0]:
+        return False
+    load_document(conn, _EmptyStream())
+    return True
+
+
+class _EmptyStream:
+    """An empty binary document."""
+
+    def __iter__(self):
+        return iter(())
+
+
+def _spool() -> IO[str]:
+    """A temporary file for one table's COPY rows; it never holds the document in memory."""
+    return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")  # noqa: SIM115
+
+
+def _copy_spools(conn: psycopg.Connection, spools: dict[str, IO[str]]) -> None:
+    """Send each table's spooled rows with COPY."""
+    with conn.cursor() as cur:
+        for kind, (table, columns) in TABLES.items():
+            spool = spools[kind]
+            if spool.tell() == 0:
+                continue
+            spool.seek(0)
+            statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+                sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+            )
+            with cur.copy(statement) as copy:
+                while chunk := spool.read(1 << 20):
+                    copy.write(chunk)
+
+
+def _check_whole_document(conn: psycopg.Connection) -> None:
+    """Add each constraint; once one cannot be added, report every rule's offending lines."""
+    problems: list[Problem] = []
+    total = 0
+    failed = False
+    reported: set[str] = set()
+    for constraint, report in WHOLE_DOCUMENT_CHECKS:
+        if constraint is not None and not failed:
+            try:
+                with conn.transaction():
+                    conn.execute(QUERIES[constraint])
+                continue
+            except (errors.UniqueViolation, errors.ForeignKeyViolation):
+                failed = True
+        if report in reported:
+            continue
+        reported.add(report)
+        found, count = _report(conn, report)
+        problems.extend(found)
+        total += count
+    if total:
+        raise LoadRejected(problems, total)
+
+
+def _report(conn: psycopg.Connection, name: str) -> tuple[list[Problem], int]:
+    """Run one report query: its first problems and how many there are in all."""
+    rows = conn.execute(QUERIES[name], {"limit": MAX_PROBLEMS}).fetchall()
+    problems = [Problem(line, field_name, message) for line, field_name, message, _ in rows]
+    return problems, (rows[0][3] if rows else 0)
+
+
+def _grant_readers(conn: psycopg.Connection) -> None:
+    """Give the registered read-only roles SELECT on the new graph."""
+    for (role,) in conn.execute(QUERIES["load/grant_readers"]).fetchall():
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph_next TO {}").format(
+                sql.Identifier(role)
+            )
+        )
+
+
+def _drop_old_graph(conn: psycopg.Connection) -> None:
+    """Drop the replaced graph, waiting briefly for in-flight readers; the next load retries."""
+    for _ in range(10):
+        try:
+            with conn.transaction():
+                conn.execute(QUERIES["load/set_lock_timeout"])
+                conn.execute(QUERIES["load/drop_old_graph"])
+            return
+        except errors.LockNotAvailable:
+            time.sleep(0.5)
+
+
+def _vacuum_graph(conn: psycopg.Connection) -> None:
+    """Set the visibility map so that the read model's index-only scans skip the heap."""
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        conn.execute(QUERIES["load/vacuum_read_model"])
+    finally:
+        conn.autocommit = autocommit
+
+
+def load_counts_line(result: LoadResult) -> str:
+    """One summary line: counts per record type and the time taken."""
+    parts = ", ".join(f"{count} {kind}" for kind, count in result.counts.items())
+    return f"loaded {result.lines} lines ({parts}) in {result.elapsed_s:.1f} s"
+
+
+def describe(result: LoadResult) -> dict[str, Any]:
+    """The result as a plain dict, for --json output and logs."""
+    return {"lines": result.lines, "counts": result.counts, "elapsed_s": round(result.elapsed_s, 3)}

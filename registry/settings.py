@@ -1,0 +1,89 @@
+"""Configuration: the one place that reads the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# Every setting the service knows, with its default. Names are the environment variables.
+DEFAULTS: dict[str, Any] = {
+    "DATABASE_URL": None,
+    "REGISTRY_STATE_DIR": ".registry",
+    "REGISTRY_DEV": False,
+    "REGISTRY_JWT_SECRET": None,
+    "REGISTRY_JWT_PUBLIC_KEY": None,
+    "REGISTRY_JWKS_URL": None,
+    "REGISTRY_JWT_ALGORITHMS": None,
+    "REGISTRY_JWT_AUDIENCE": None,
+    "REGISTRY_JWT_ISSUER": None,
+    "REGISTRY_JWT_ROLES_CLAIM": "roles",
+    "REGISTRY_STATEMENT_TIMEOUT_MS": 5000,
+    "REGISTRY_CONNECT_TIMEOUT_S": 2,
+    "REGISTRY_POOL_MIN_SIZE": 1,
+    "REGISTRY_POOL_MAX_SIZE": 4,
+    "REGISTRY_POOL_TIMEOUT_S": 1.5,
+    "REGISTRY_POOL_MAX_WAITING": 64,
+    "REGISTRY_RETRY_AFTER_S": 2,
+    "REGISTRY_LOG_LEVEL": "INFO",
+}
+
+_INTEGERS = {
+    "REGISTRY_STATEMENT_TIMEOUT_MS",
+    "REGISTRY_POOL_MIN_SIZE",
+    "REGISTRY_POOL_MAX_SIZE",
+    "REGISTRY_POOL_MAX_WAITING",
+    "REGISTRY_RETRY_AFTER_S",
+}
+_FLOATS = {"REGISTRY_CONNECT_TIMEOUT_S", "REGISTRY_POOL_TIMEOUT_S"}
+_BOOLEANS = {"REGISTRY_DEV"}
+
+
+class SettingsError(ValueError):
+    """A setting holds a value the service cannot use."""
+
+
+def settings_from_environ(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Return the known settings present in the environment, converted to their types."""
+    environ = os.environ if environ is None else environ
+    found: dict[str, Any] = {}
+    for name in DEFAULTS:
+        raw = environ.get(name)
+        if raw is None or raw == "":
+            continue
+        found[name] = _convert(name, raw)
+    return found
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults, then the environment, then explicit overrides."""
+    settings = dict(DEFAULTS)
+    settings.update(settings_from_environ())
+    if overrides:
+        settings.update(overrides)
+    return settings
+
+
+def state_dir(settings: Mapping[str, Any]) -> Path:
+    """The folder that holds the embedded database and development secrets."""
+    return Path(settings["REGISTRY_STATE_DIR"]).expanduser().resolve()
+
+
+def _convert(name: str, raw: str) -> Any:
+    """Convert one environment value to the type its setting takes."""
+    try:
+        if name in _INTEGERS:
+            return int(raw)
+        if name in _FLOATS:
+            return float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, not {raw!r}") from None
+    if name in _BOOLEANS:
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise SettingsError(f"{name} must be true or false, not {raw!r}")
+    return raw

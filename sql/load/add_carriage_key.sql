@@ -1,0 +1,2 @@
+-- Carriage ids are unique.
+ALTER TABLE carriages ADD PRIMARY KEY (id);

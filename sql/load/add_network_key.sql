@@ -1,0 +1,2 @@
+-- Network ids are unique.
+ALTER TABLE networks ADD PRIMARY KEY (id);

@@ -1,0 +1,2 @@
+-- Origin ids are unique.
+ALTER TABLE origins ADD PRIMARY KEY (id);

@@ -1,0 +1,35 @@
+-- The read model's narrow table: one row per origin with its place in contract order
+-- (pos: by allocated address as numbers, unallocated last, ties by origin id) and every
+-- flag the listing filters on. transports is a bit set of the transports the origin has a
+-- resolved presentation on (iptv 1, ovp 2, ota 4, fast 8); 0 means no presentation.
+CREATE TABLE origin_rows AS
+WITH edge_counts AS (
+    SELECT origin_id, (count(*) FILTER (WHERE active))::integer AS active_edges
+    FROM governance_edges
+    GROUP BY origin_id
+), resolved AS (
+    SELECT c.origin_id,
+           bit_or(CASE c.transport WHEN 'iptv' THEN 1 WHEN 'ovp' THEN 2
+                                   WHEN 'ota' THEN 4 WHEN 'fast' THEN 8 END)::smallint AS transports
+    FROM carriages AS c
+    JOIN origins AS o ON o.id = c.origin_id AND o.reviewed
+    GROUP BY c.origin_id
+)
+SELECT (row_number() OVER (ORDER BY a.origin_id IS NULL, a.network, a.station, a.channel, o.id))::integer
+           AS pos,
+       o.id,
+       coalesce(e.active_edges, 0) AS active_edges,
+       coalesce(e.active_edges, 0) > 0 AS governed,
+       a.origin_id IS NOT NULL AS allocated,
+       a.publication_status,
+       a.network AS address_network,
+       a.station AS address_station,
+       a.channel AS address_channel,
+       coalesce(r.transports, 0)::smallint AS transports,
+       o.network_id,
+       o.name_key,
+       o.registry_key
+FROM origins AS o
+LEFT JOIN edge_counts AS e ON e.origin_id = o.id
+LEFT JOIN allocations AS a ON a.origin_id = o.id
+LEFT JOIN resolved AS r ON r.origin_id = o.id;

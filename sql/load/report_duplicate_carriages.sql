@@ -1,0 +1,9 @@
+-- Returns (line, field, problem, total) for each repeated carriage id after its first line.
+SELECT source_line AS line, 'id' AS field,
+       'duplicate carriage id ' || to_json(id) || ' (first on line ' || first_line || ')' AS problem,
+       count(*) OVER () AS total
+FROM (SELECT id, source_line, min(source_line) OVER (PARTITION BY id) AS first_line
+      FROM carriages) AS ids
+WHERE source_line > first_line
+ORDER BY source_line
+LIMIT %(limit)s;

@@ -1,0 +1,2 @@
+-- Returns how many origins the live graph holds.
+SELECT count(*) FROM graph.origin_rows;

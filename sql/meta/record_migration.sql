@@ -1,0 +1,2 @@
+-- Records one applied migration.
+INSERT INTO registry_meta.schema_migrations (version, name) VALUES (%(version)s, %(name)s);

@@ -1,0 +1,9 @@
+-- Returns the record (doc) of the origin holding network.station.channel, or no row.
+-- Served by origin_rows_address_idx, then the primary key of origin_docs.
+SELECT d.doc
+FROM graph.origin_rows AS r
+JOIN graph.origin_docs AS d ON d.pos = r.pos
+WHERE r.allocated
+  AND r.address_network = %(network)s
+  AND r.address_station = %(station)s
+  AND r.address_channel = %(channel)s;
