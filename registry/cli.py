@@ -43,7 +43,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     except LoadRejected as rejected:
         if interactive:
             sys.stderr.write("\n")
-        print(f"registry load: the document was not loaded; nothing changed.", file=sys.stderr)
+        print("registry load: the document was not loaded; nothing changed.", file=sys.stderr)
         print(rejected.report(), file=sys.stderr)
         return 1
     finally:
@@ -172,8 +172,9 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             env["REGISTRY_JWT_SECRET"] = development_secret(settings)
             settings = {**settings, "REGISTRY_JWT_SECRET": env["REGISTRY_JWT_SECRET"]}
         if settings.get("REGISTRY_JWT_SECRET"):
-            token = mint_token(settings, roles=["domain_admin"], ttl_seconds=12 * 3600,
-                               subject="make-run")
+            token = mint_token(
+                settings, roles=["domain_admin"], ttl_seconds=12 * 3600, subject="make-run"
+            )
             base = f"http://{args.bind}"
             print(
                 "\nThe Broadcast Registry API is starting on " + base + "\n\n"
@@ -213,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     db_commands.add_parser("is-empty", help="exit 0 when no origins are loaded").set_defaults(
         run=command_db_is_empty
     )
-    db_commands.add_parser("stop", help="stop the embedded server").set_defaults(run=command_db_stop)
+    db_commands.add_parser("stop", help="stop the embedded server").set_defaults(
+        run=command_db_stop
+    )
     reader = db_commands.add_parser("create-reader", help="create a SELECT-only login role")
     reader.add_argument("role", metavar="ROLE")
     reader.add_argument("--password", default=None, help="the role's password (default: none)")
@@ -227,8 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="prepare the database and run gunicorn")
     serve.add_argument("--dev", action="store_true", help="development mode (make run)")
     serve.add_argument("--bind", default="127.0.0.1:8000", help="host:port to listen on")
-    serve.add_argument("--demo-origins", type=int, default=10_000,
-                       help="origins in the demo graph loaded into an empty database (--dev)")
+    serve.add_argument(
+        "--demo-origins",
+        type=int,
+        default=10_000,
+        help="origins in the demo graph loaded into an empty database (--dev)",
+    )
     serve.set_defaults(run=command_serve)
     return parser
 

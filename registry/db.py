@@ -30,7 +30,7 @@ def with_database(conninfo: str, dbname: str) -> str:
     """The same server and credentials, another database."""
     params = conninfo_to_dict(conninfo)
     params["dbname"] = dbname
-    return make_conninfo(**params)
+    return make_conninfo("", **params)
 
 
 def database_name(conninfo: str) -> str:

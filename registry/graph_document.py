@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Any, NamedTuple
 
 import orjson
@@ -22,9 +22,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 ORIGIN_ID = re.compile(rf"svc:origin:({_UUID})\Z")
-_RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z"
-)
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z")
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
@@ -112,12 +110,12 @@ def _date_time(value: Any) -> str:
     if dot:  # Python keeps microseconds: drop digits past the sixth
         digits = re.match(r"\d+", rest)
         assert digits is not None
-        text = f"{seconds}.{digits.group(0)[:6]}{rest[digits.end():]}"
+        text = f"{seconds}.{digits.group(0)[:6]}{rest[digits.end() :]}"
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise FieldError(f"is not a valid date-time: {_quote(value)}") from None
-    return moment.astimezone(timezone.utc).isoformat()
+    return moment.astimezone(UTC).isoformat()
 
 
 def _transports(value: Any) -> str:
@@ -187,14 +185,30 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "network": ("networks", ("id", "name", "source_line")),
     "origin": (
         "origins",
-        ("id", "name", "network_id", "registry_id", "reviewed", "name_key", "registry_key",
-         "source_line"),
+        (
+            "id",
+            "name",
+            "network_id",
+            "registry_id",
+            "reviewed",
+            "name_key",
+            "registry_key",
+            "source_line",
+        ),
     ),
     "governance_edge": ("governance_edges", ("origin_id", "governor_id", "active", "source_line")),
     "allocation": (
         "allocations",
-        ("origin_id", "network", "station", "channel", "publication_status", "held_at",
-         "held_reason", "source_line"),
+        (
+            "origin_id",
+            "network",
+            "station",
+            "channel",
+            "publication_status",
+            "held_at",
+            "held_reason",
+            "source_line",
+        ),
     ),
     "carriage": (
         "carriages",
@@ -203,8 +217,17 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "catalog": ("catalog", ("transports", "source_line")),
     "feed": (
         "feed",
-        ("connected", "networks", "iptv_networks", "ovp_networks", "channels", "programs",
-         "reviews", "pending_reviews", "source_line"),
+        (
+            "connected",
+            "networks",
+            "iptv_networks",
+            "ovp_networks",
+            "channels",
+            "programs",
+            "reviews",
+            "pending_reviews",
+            "source_line",
+        ),
     ),
 }
 SINGLE_RECORD_TYPES = ("catalog", "feed")
@@ -318,7 +341,9 @@ class DocumentReader:
         """Parse, check and spool one line of the document."""
         self.lines = line
         if not raw.strip():
-            self.add_problems([Problem(line, "record", "empty line; every line must hold a record")])
+            self.add_problems(
+                [Problem(line, "record", "empty line; every line must hold a record")]
+            )
             return
         try:
             record = orjson.loads(raw)
@@ -334,7 +359,11 @@ class DocumentReader:
             first = self._single_seen.setdefault(kind, line)
             if first != line:
                 self.add_problems(
-                    [Problem(line, "type", f"a second {kind} record (the first is on line {first})")]
+                    [
+                        Problem(
+                            line, "type", f"a second {kind} record (the first is on line {first})"
+                        )
+                    ]
                 )
                 return
         self.counts[kind] += 1

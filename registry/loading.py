@@ -9,6 +9,7 @@ transaction. Readers keep answering from the old graph until the commit.
 
 from __future__ import annotations
 
+import io
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ READ_MODEL_STEPS = (
     "load/build_origin_rows",
     "load/build_origin_docs",
     "load/build_registry_summary",
+    "load/build_filter_counts",
     "load/add_read_indexes",
 )
 
@@ -109,8 +111,9 @@ def load_document(
             _grant_readers(conn)
             conn.execute(QUERIES["load/analyze_graph_next"])
             present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-            conn.execute(QUERIES["load/swap_graph" if present and present[0]
-                                 else "load/publish_first_graph"])
+            conn.execute(
+                QUERIES["load/swap_graph" if present and present[0] else "load/publish_first_graph"]
+            )
             elapsed = time.monotonic() - started
             conn.execute(
                 QUERIES["meta/record_load"],
@@ -135,20 +138,13 @@ def ensure_graph(conn: psycopg.Connection) -> bool:
     present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     if present and present[0]:
         return False
-    load_document(conn, _EmptyStream())
+    load_document(conn, io.BytesIO(b""))
     return True
-
-
-class _EmptyStream:
-    """An empty binary document."""
-
-    def __iter__(self):
-        return iter(())
 
 
 def _spool() -> IO[str]:
     """A temporary file for one table's COPY rows; it never holds the document in memory."""
-    return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")  # noqa: SIM115
+    return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
 
 
 def _copy_spools(conn: psycopg.Connection, spools: dict[str, IO[str]]) -> None:

@@ -38,7 +38,7 @@ def apply_migrations(conn: psycopg.Connection) -> list[str]:
         for version, name, text in migration_files():
             if version in applied:
                 continue
-            conn.execute(text)  # type: ignore[arg-type]
+            conn.execute(text)
             conn.execute(QUERIES["meta/record_migration"], {"version": version, "name": name})
             applied_now.append(name)
     return applied_now

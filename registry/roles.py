@@ -21,12 +21,8 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(name))
         if password is not None:
             conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(name, sql.Literal(password)))
-        conn.execute(
-            sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(name)
-        )
+        conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(name))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph, registry_meta TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph TO {}").format(name))
-        conn.execute(
-            sql.SQL("GRANT SELECT ON registry_meta.schema_migrations TO {}").format(name)
-        )
+        conn.execute(sql.SQL("GRANT SELECT ON registry_meta.schema_migrations TO {}").format(name))
         conn.execute(QUERIES["meta/record_reader_role"], {"role": role})
