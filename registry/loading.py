@@ -228,9 +228,15 @@ def _vacuum_graph(conn: psycopg.Connection) -> None:
 
 
 def load_counts_line(result: LoadResult) -> str:
-    """One summary line: counts per record type and the time taken."""
+    """One summary line: counts per record type, the time taken and where it went."""
     parts = ", ".join(f"{count} {kind}" for kind, count in result.counts.items())
-    return f"loaded {result.lines} lines ({parts}) in {result.elapsed_s:.1f} s"
+    phases, previous = [], 0.0
+    for phase in ("parse", "copy", "check", "read_model"):
+        if phase in result.timings:
+            phases.append(f"{phase} {result.timings[phase] - previous:.1f}")
+            previous = result.timings[phase]
+    detail = f" ({', '.join(phases)} s)" if phases else ""
+    return f"loaded {result.lines} lines ({parts}) in {result.elapsed_s:.1f} s{detail}"
 
 
 def describe(result: LoadResult) -> dict[str, Any]:

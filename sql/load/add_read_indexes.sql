@@ -4,7 +4,10 @@ ALTER TABLE origin_rows ADD CONSTRAINT origin_rows_id_key UNIQUE (id);
 ALTER TABLE origin_docs ADD PRIMARY KEY (pos);
 CREATE UNIQUE INDEX origin_rows_address_idx
     ON origin_rows (address_network, address_station, address_channel) WHERE allocated;
-CREATE INDEX origin_rows_network_idx ON origin_rows (network_id, pos);
-CREATE INDEX origin_rows_station_idx ON origin_rows (address_station, pos);
+CREATE INDEX origin_rows_network_idx ON origin_rows (network_id, pos)
+    INCLUDE (combo, address_station);
+CREATE INDEX origin_rows_station_idx ON origin_rows (address_station, pos) INCLUDE (combo);
+-- Flag-filtered pages walk positions in order and test combo without visiting the heap.
+CREATE INDEX origin_rows_pos_combo_idx ON origin_rows (pos) INCLUDE (combo);
 CREATE INDEX carriages_origin_idx ON carriages (origin_id);
 CREATE INDEX governance_edges_origin_idx ON governance_edges (origin_id);
