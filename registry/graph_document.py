@@ -112,10 +112,10 @@ def _date_time(value: Any) -> str:
         assert digits is not None
         text = f"{seconds}.{digits.group(0)[:6]}{rest[digits.end() :]}"
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: outside years 1-9999 once in UTC
         raise FieldError(f"is not a valid date-time: {_quote(value)}") from None
-    return moment.astimezone(UTC).isoformat()
+    return moment.isoformat()
 
 
 def _transports(value: Any) -> str:
@@ -231,6 +231,10 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 SINGLE_RECORD_TYPES = ("catalog", "feed")
+_ALLOWED_FIELDS = {
+    kind: frozenset(("type", *(name for name, _, _ in fields)))
+    for kind, fields in RECORD_FIELDS.items()
+}
 
 
 def _json_type(value: Any) -> str:
@@ -289,11 +293,10 @@ def check_record(line: int, record: Any) -> tuple[str, list[Any]] | list[Problem
         except FieldError as error:
             problems.append(Problem(line, name, str(error)))
             values.append(None)
-    if len(record) > len(fields) + 1:
-        allowed = {name for name, _, _ in fields}
-        for name in record:
-            if name != "type" and name not in allowed:
-                problems.append(Problem(line, name, f"unknown field for a {kind} record"))
+    allowed = _ALLOWED_FIELDS[kind]
+    for name in record:
+        if name not in allowed:
+            problems.append(Problem(line, name, f"unknown field for a {kind} record"))
     if problems:
         return problems
     if kind == "allocation":

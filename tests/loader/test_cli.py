@@ -1,0 +1,132 @@
+"""`registry load` end to end, as an operator runs it: a subprocess with DATABASE_URL set."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from .conftest import ServedGraph
+from .graphs import BASE, LINE, Record, document, edited, graph_state
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEM_LINE = re.compile(r"line \d+: [^:]+: .+")
+
+
+class Finished(NamedTuple):
+    """How a command ended: exit status and its decoded output."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def registry_load(conninfo: str, path: str, stdin: bytes | None = None) -> Finished:
+    """Run `registry load PATH` against one database, output piped."""
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", "load", path],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": conninfo},
+        timeout=60,
+        check=False,
+    )
+    return Finished(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def write(tmp_path: Path, payload: bytes) -> str:
+    """The document saved to a file; its path."""
+    path = tmp_path / "graph.jsonl"
+    path.write_bytes(payload)
+    return str(path)
+
+
+def test_load_succeeds_with_one_summary_line(
+    database_factory: Callable[[], str], tmp_path: Path
+) -> None:
+    """A good document: exit 0, one line on stdout, nothing on stderr, the graph served."""
+    conninfo = database_factory()
+    done = registry_load(conninfo, write(tmp_path, document(BASE)))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert len(done.stdout.splitlines()) == 1
+    assert done.stdout.startswith(f"loaded {len(BASE)} lines (")
+    assert graph_state(conninfo)["total"] == 2
+
+
+def test_bad_document_exits_1_and_changes_nothing(served: ServedGraph, tmp_path: Path) -> None:
+    """A bad document: exit 1, `line N: field: problem` on stderr, the old graph intact."""
+    line = LINE["origin"]
+    done = registry_load(served.conninfo, write(tmp_path, edited(line, reviewed="yes")))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    problems = [text for text in done.stderr.splitlines() if PROBLEM_LINE.fullmatch(text)]
+    assert problems and problems[0].startswith(f"line {line}: reviewed: ")
+    assert "Traceback" not in done.stderr
+    assert graph_state(served.conninfo) == served.state
+
+
+def test_whole_document_problem_exits_1(served: ServedGraph, tmp_path: Path) -> None:
+    """A rule checked by the database reports its line the same way."""
+    duplicate: Record = {**BASE[LINE["network"] - 1], "name": "Again"}
+    done = registry_load(served.conninfo, write(tmp_path, document([*BASE, duplicate])))
+    assert done.returncode == 1
+    assert f"line {len(BASE) + 1}: id: " in done.stderr
+    assert graph_state(served.conninfo) == served.state
+
+
+def test_many_problems_list_20_then_a_count(served: ServedGraph, tmp_path: Path) -> None:
+    """25 bad lines: 20 problem lines on stderr, then how many more there are."""
+    bad = [{**BASE[LINE["origin"] - 1], "reviewed": "no"} for _ in range(25)]
+    done = registry_load(served.conninfo, write(tmp_path, document([*BASE, *bad])))
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert sum(1 for text in lines if PROBLEM_LINE.fullmatch(text)) == 20
+    assert lines[-1] == "... and 5 more problem(s)"
+    assert graph_state(served.conninfo) == served.state
+
+
+def test_dash_reads_standard_input(database_factory: Callable[[], str]) -> None:
+    """`registry load -` takes the document from standard input."""
+    conninfo = database_factory()
+    done = registry_load(conninfo, "-", stdin=document(BASE))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith(f"loaded {len(BASE)} lines (")
+    assert graph_state(conninfo)["total"] == 2
+
+
+def test_bad_document_on_standard_input_exits_1(served: ServedGraph) -> None:
+    """A bad document on standard input is refused like a bad file."""
+    done = registry_load(served.conninfo, "-", stdin=b"[]\n")
+    assert done.returncode == 1
+    assert "line 1: record: " in done.stderr
+    assert graph_state(served.conninfo) == served.state
+
+
+@pytest.mark.parametrize("name", ["missing.jsonl", "."])
+def test_unreadable_path_exits_with_a_clear_message(
+    served: ServedGraph, tmp_path: Path, name: str
+) -> None:
+    """A path that cannot be read: non-zero exit, a message naming it, no traceback."""
+    path = str(tmp_path / name)
+    done = registry_load(served.conninfo, path)
+    assert done.returncode != 0
+    assert path in done.stderr
+    assert "Traceback" not in done.stderr
+    assert graph_state(served.conninfo) == served.state
+
+
+def test_unreachable_database_exits_with_a_clear_message(tmp_path: Path) -> None:
+    """No server at DATABASE_URL: non-zero exit and a message, no traceback."""
+    unreachable = "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=2"
+    done = registry_load(unreachable, write(tmp_path, document(BASE)))
+    assert done.returncode != 0
+    assert "cannot reach the database" in done.stderr
+    assert "Traceback" not in done.stderr
