@@ -39,3 +39,17 @@ def worker_exit(server, worker):
     database = getattr(app, "extensions", {}).get("registry_db") if app else None
     if database is not None:
         database.close()
+
+
+def on_starting(server):
+    """Check the configuration once in the master, so a bad one stops with a message."""
+    import sys
+
+    from app import create_app
+    from registry.settings import SettingsError
+
+    try:
+        create_app()
+    except SettingsError as error:
+        print(f"registry: cannot start: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -250,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args, settings))
+    except SettingsError as error:
+        print(f"registry: {error}", file=sys.stderr)
+        return 2
     except psycopg.OperationalError as error:
         print(f"registry: cannot reach the database: {error}", file=sys.stderr)
         return 1
