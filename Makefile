@@ -34,3 +34,8 @@ lint: install
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+## make bench [ORIGINS=100000]: performance figures (wrk, the production gunicorn set-up)
+bench: install
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(BIN)/python -m registry.benchmark --origins $(ORIGINS)

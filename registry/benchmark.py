@@ -1,0 +1,236 @@
+"""`make bench`: the service at scale, measured with wrk through the production gunicorn set-up.
+
+python -m registry.benchmark --origins 100000
+
+Generates a demo graph of that size once (cached under .bench/), loads it into a database of
+its own (skipped when that database already holds it), serves it with gunicorn.conf.py,
+drives each URL with wrk (2 threads, 16 connections, 10 s), times a full sweep at limit=200,
+and prints one table. Nothing here asserts: it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import sql
+
+from registry.auth import mint_token
+from registry.db import resolve_database_url, with_database
+from registry.demo import write_demo_document
+from registry.loading import load_counts_line, load_document
+from registry.queries import QUERIES
+from registry.settings import load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def prepare_database(origins: int, seed: int, cache: Path) -> str:
+    """A database holding the demo graph of this size; generated and loaded only once."""
+    server = resolve_database_url(load_settings())
+    name = f"registry_bench_{origins}_{seed}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        exists = conn.execute(QUERIES["meta/database_exists"], {"name": name}).fetchone()
+        if not (exists and exists[0]):
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    conninfo = with_database(server, name)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        try:
+            row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
+            loaded = row is not None and row[0] == origins
+        except psycopg.errors.UndefinedTable:
+            loaded = False
+        if not loaded:
+            cache.mkdir(parents=True, exist_ok=True)
+            path = cache / f"demo-{origins}-{seed}.jsonl"
+            if not path.exists():
+                print(f"generating {path.name} ...", flush=True)
+                partial = path.with_suffix(".partial")
+                with open(partial, "wb") as out:
+                    write_demo_document(out, origins=origins, seed=seed)
+                partial.rename(path)
+            print(f"loading {path.name} ...", flush=True)
+            with open(path, "rb") as stream:
+                print(load_counts_line(load_document(conn, stream)), flush=True)
+    return conninfo
+
+
+def pick_targets(conninfo: str) -> dict[str, Any]:
+    """Ids, an address and the largest network of the loaded graph, for the URLs."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
+    assert row is not None
+    origin_id, address, network_id, total = row
+    return {"origin_id": origin_id, "address": address, "network_id": network_id, "total": total}
+
+
+def urls(targets: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, path) of every URL the benchmark drives."""
+    last_page = max(1, -(-int(targets["total"]) // 200))
+    network = urllib.request.quote(str(targets["network_id"]), safe="")
+    return [
+        ("/summary", "/summary"),
+        ("/registry/summary", "/registry/summary"),
+        ("origins (first page, limit 50)", "/registry/origins"),
+        ("origins limit=200", "/registry/origins?limit=200"),
+        ("origins last page, limit=200", f"/registry/origins?limit=200&page={last_page}"),
+        ("governed + transport=ota", "/registry/origins?governance_state=governed&transport=ota"),
+        ("search=news", "/registry/origins?search=news"),
+        ("network_id=<largest>", f"/registry/origins?network_id={network}"),
+        ("origin by id", f"/registry/origins/{targets['origin_id']}"),
+        ("origin by address", f"/registry/addresses/{targets['address']}"),
+    ]
+
+
+_LATENCY = re.compile(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", re.M)
+_RATE = re.compile(r"^Requests/sec:\s+([\d.]+)", re.M)
+_ERRORS = re.compile(r"Non-2xx or 3xx responses:\s+(\d+)|Socket errors: (.*)")
+
+
+def _milliseconds(value: str, unit: str) -> float:
+    """wrk's latency figure in milliseconds."""
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def run_wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, Any]:
+    """One wrk run: requests/s, p50 and p99 in ms, and any errors it saw."""
+    output = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency",
+         "-H", f"Authorization: Bearer {token}", url],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    latencies = {p: _milliseconds(v, u) for p, v, u in _LATENCY.findall(output)}
+    rate = _RATE.search(output)
+    errors = [m.group(0) for m in _ERRORS.finditer(output)]
+    return {
+        "rps": float(rate.group(1)) if rate else 0.0,
+        "p50": latencies.get("50"),
+        "p99": latencies.get("99"),
+        "errors": "; ".join(errors),
+    }
+
+
+def worker_rss_mb(master_pid: int) -> list[float]:
+    """Resident memory of each gunicorn worker, in MB."""
+    children = Path(f"/proc/{master_pid}/task/{master_pid}/children").read_text().split()
+    sizes = []
+    for pid in children:
+        status = Path(f"/proc/{pid}/status").read_text()
+        match = re.search(r"VmRSS:\s+(\d+) kB", status)
+        if match:
+            sizes.append(int(match.group(1)) / 1024)
+    return sizes
+
+
+def full_sweep(base: str, token: str) -> tuple[float, int]:
+    """Seconds to read every origin at limit=200, following pages in order."""
+    started = time.monotonic()
+    seen = 0
+    page = 1
+    while True:
+        request = urllib.request.Request(
+            f"{base}/registry/origins?limit=200&page={page}",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            body = orjson.loads(answer.read())
+        seen += body["page"]["returned"]
+        if seen >= body["page"]["total"] or not body["origins"]:
+            break
+        page += 1
+    return time.monotonic() - started, seen
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its table."""
+    parser = argparse.ArgumentParser(prog="python -m registry.benchmark")
+    parser.add_argument("--origins", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--cache", default=str(REPO / ".bench"))
+    args = parser.parse_args(argv)
+    if shutil.which("wrk") is None:
+        print("make bench needs wrk (Debian package wrk)", file=sys.stderr)
+        return 2
+
+    conninfo = prepare_database(args.origins, args.seed, Path(args.cache))
+    targets = pick_targets(conninfo)
+    secret = secrets.token_urlsafe(48)
+    settings = {**load_settings(), "REGISTRY_JWT_SECRET": secret, "REGISTRY_JWT_ALGORITHMS": "HS256"}
+    token = mint_token(settings, roles=["domain_admin"], ttl_seconds=7200, subject="bench")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": conninfo,
+        "REGISTRY_JWT_SECRET": secret,
+        "REGISTRY_BIND": f"127.0.0.1:{port}",
+        "REGISTRY_GUNICORN_LOGLEVEL": "warning",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "wsgi:app"], cwd=REPO, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/summary", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        rss_before = worker_rss_mb(server.pid)
+        rows = []
+        for label, path in urls(targets):
+            run_wrk(base + path, token, 2, args.connections)  # warm every worker's plans
+            result = run_wrk(base + path, token, args.seconds, args.connections)
+            rows.append((label, result))
+            print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
+        sweep_s, swept = full_sweep(base, token)
+        rss_after = worker_rss_mb(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print()
+    print(f"make bench ORIGINS={args.origins}  ({when}; {os.cpu_count()} cores, "
+          f"{platform.python_implementation()} {platform.python_version()}; wrk -t2 "
+          f"-c{args.connections} -d{args.seconds}s)")
+    print()
+    print("| URL | req/s | p50 ms | p99 ms | errors |")
+    print("|---|---:|---:|---:|---|")
+    for label, result in rows:
+        p50 = f"{result['p50']:.2f}" if result["p50"] is not None else "-"
+        p99 = f"{result['p99']:.2f}" if result["p99"] is not None else "-"
+        print(f"| {label} | {result['rps']:.0f} | {p50} | {p99} | {result['errors'] or 'none'} |")
+    print()
+    print(f"full sweep at limit=200: {swept} origins in {sweep_s:.1f} s")
+    print("worker RSS MB before: " + ", ".join(f"{v:.0f}" for v in rss_before)
+          + "; after: " + ", ".join(f"{v:.0f}" for v in rss_after))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
