@@ -1,8 +1,9 @@
-"""Every error as JSON (contract §5): 400, 404, 405, 500, 503."""
+"""Every error as JSON (contract 5): 400, 404, 405, 500 and 503."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import psycopg
 from flask import Flask, Response, current_app
@@ -11,26 +12,41 @@ from psycopg_pool import PoolTimeout, TooManyRequests
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from registry.responses import json_response
+from schemas.errors import INVALID_PARAMETERS
 
 log = logging.getLogger("registry.errors")
+
+# Failures that mean "the database cannot answer now", not "the service is broken": a pool
+# with no connection to give, a server that is down or over statement_timeout, and a
+# database that has never had a graph loaded into it.
+DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
+    PoolTimeout,
+    TooManyRequests,
+    psycopg.OperationalError,
+    psycopg.errors.QueryCanceled,
+    psycopg.errors.UndefinedTable,
+    psycopg.errors.InvalidSchemaName,
+)
 
 
 class OriginNotFound(Exception):
     """A lookup matched no origin; the message says what was looked for."""
 
 
-def error_response(status: int, error: str, headers: dict[str, str] | None = None, **extra) -> Response:
+def error_response(
+    status: int, error: str, headers: dict[str, str] | None = None, **extra: Any
+) -> Response:
     """The contract's error body: success false and what went wrong."""
     return json_response({"success": False, "error": error, **extra}, status, headers)
 
 
 def _invalid_parameters(error: ValidationError) -> Response:
     """400: name each bad query parameter and why."""
-    return error_response(400, "Invalid request parameters", details=error.messages)
+    return error_response(400, INVALID_PARAMETERS, details=error.messages)
 
 
 def _origin_not_found(error: OriginNotFound) -> Response:
-    """404 for a lookup."""
+    """404 for a lookup, saying what was looked for."""
     return error_response(404, str(error))
 
 
@@ -56,8 +72,6 @@ def _database_unavailable(error: Exception) -> Response:
 
 def _unexpected(error: Exception) -> Response:
     """500 with no internals; the traceback goes to the server log only."""
-    if isinstance(error, HTTPException):
-        return _http_error(error)
     log.exception("unhandled error")
     return error_response(500, "Internal Server Error")
 
@@ -67,13 +81,6 @@ def register_errorhandlers(app: Flask) -> None:
     app.register_error_handler(ValidationError, _invalid_parameters)
     app.register_error_handler(OriginNotFound, _origin_not_found)
     app.register_error_handler(HTTPException, _http_error)
-    for database_error in (
-        PoolTimeout,
-        TooManyRequests,
-        psycopg.OperationalError,
-        psycopg.errors.QueryCanceled,
-        psycopg.errors.UndefinedTable,
-        psycopg.errors.InvalidSchemaName,
-    ):
+    for database_error in DATABASE_UNAVAILABLE:
         app.register_error_handler(database_error, _database_unavailable)
     app.register_error_handler(Exception, _unexpected)

@@ -1,16 +1,305 @@
-"""GET /openapi.json: the OpenAPI document, built from the marshmallow schemas."""
+"""GET /openapi.json: the OpenAPI 3.1 document, generated from the schemas the views dump with."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response
+from functools import cache
+from typing import Any
 
-from registry.responses import json_response
-from schemas.openapi import build_openapi_document
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Blueprint, Response, request
+
+from registry.responses import GET_ROUTE, json_response
+from schemas.errors import ErrorSchema, ForbiddenSchema, InvalidParametersSchema, UnauthorizedSchema
+from schemas.origin import OriginEnvelopeSchema, OriginListSchema
+from schemas.params import (
+    ADDRESS_FORMAT,
+    ORIGIN_ID_FORMAT,
+    OriginListQuerySchema,
+    refuse_any_query,
+)
+from schemas.summary import IntegrationStatusSchema, RegistrySummarySchema
 
 bp = Blueprint("openapi", __name__)
 
+API_VERSION = "1.0.0"
+_JSON = "application/json"
 
-@bp.get("/openapi.json", provide_automatic_options=False)
+_SCHEMAS = (
+    ("IntegrationStatus", IntegrationStatusSchema),
+    ("RegistrySummary", RegistrySummarySchema),
+    ("OriginEnvelope", OriginEnvelopeSchema),
+    ("OriginList", OriginListSchema),
+    ("Error", ErrorSchema),
+    ("InvalidParameters", InvalidParametersSchema),
+    ("Unauthorized", UnauthorizedSchema),
+    ("Forbidden", ForbiddenSchema),
+)
+
+
+def _header(description: str, schema_type: str = "string") -> dict[str, Any]:
+    """A response header the service always sends with that response."""
+    return {"description": description, "required": True, "schema": {"type": schema_type}}
+
+
+def _json_response(
+    schema: str, description: str, headers: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A response with a JSON body of the named component schema."""
+    response: dict[str, Any] = {
+        "description": description,
+        "content": {_JSON: {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+    }
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+# Shared responses, referenced by name from each operation.
+_RESPONSES = {
+    "InvalidParameters": _json_response(
+        "InvalidParameters",
+        "a query parameter is unknown, repeated, empty, or has a value outside its type or "
+        "bounds; details names each one",
+    ),
+    "Unauthorized": _json_response(
+        "Unauthorized",
+        "token missing or invalid: refresh it and retry",
+        {"WWW-Authenticate": _header('Bearer, with error="invalid_token" when a token was given')},
+    ),
+    "Forbidden": _json_response(
+        "Forbidden", "authenticated, but neither a global nor a domain administrator"
+    ),
+    "OriginNotFound": _json_response(
+        "Error", "no origin matches; a malformed value matches none, so it is a 404 too"
+    ),
+    "MethodNotAllowed": _json_response(
+        "Error", "a method other than GET or HEAD", {"Allow": _header("GET, HEAD")}
+    ),
+    "InternalServerError": _json_response("Error", "an unexpected failure; no internals shown"),
+    "ServiceUnavailable": _json_response(
+        "Error",
+        "the database is unreachable or over its time budget (on /registry, also when the "
+        "token key set cannot be fetched)",
+        {"Retry-After": _header("seconds to wait before retrying", "integer")},
+    ),
+}
+
+_ORIGIN_LINKS = {
+    "getOriginByAddress": "address",
+    "getOrigin": "originId",
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    """A reference to a shared response."""
+    return {"$ref": f"#/components/responses/{name}"}
+
+
+def _operation(
+    operation_id: str,
+    summary: str,
+    ok: dict[str, Any],
+    *,
+    secured: bool,
+    parameters: list[dict[str, Any]] | None = None,
+    not_found: bool = False,
+    reads_database: bool = True,
+) -> dict[str, Any]:
+    """One GET operation with its 200 and every error status it can answer."""
+    responses: dict[str, Any] = {"200": ok, "400": _ref("InvalidParameters")}
+    if secured:
+        responses["401"] = _ref("Unauthorized")
+        responses["403"] = _ref("Forbidden")
+    if not_found:
+        responses["404"] = _ref("OriginNotFound")
+    responses["405"] = _ref("MethodNotAllowed")
+    responses["500"] = _ref("InternalServerError")
+    if reads_database or secured:
+        # The guard answers 503 too, when the key set it needs cannot be fetched.
+        responses["503"] = _ref("ServiceUnavailable")
+    operation: dict[str, Any] = {
+        "operationId": operation_id,
+        "summary": summary,
+        "tags": ["registry" if secured else "public"],
+        "responses": responses,
+    }
+    if parameters:
+        operation["parameters"] = parameters
+    if secured:
+        # Either credential is enough: the header is checked first, then the cookie.
+        operation["security"] = [{"bearerAuth": []}, {"cookieAuth": []}]
+    return operation
+
+
+def _path_parameter(name: str, description: str, pattern: str, example: str) -> dict[str, Any]:
+    """A required path parameter."""
+    return {
+        "in": "path",
+        "name": name,
+        "required": True,
+        "description": description,
+        "schema": {"type": "string", "pattern": pattern},
+        "example": example,
+    }
+
+
+def _links(pointers: dict[str, str]) -> dict[str, Any]:
+    """Links from a response to the lookups, by operationId -> JSON pointer into the body."""
+    return {
+        operation_id: {
+            "operationId": operation_id,
+            "parameters": {_ORIGIN_LINKS[operation_id]: f"$response.body#{pointer}"},
+        }
+        for operation_id, pointer in pointers.items()
+    }
+
+
+def _origin_envelope(description: str) -> dict[str, Any]:
+    """The 200 of a lookup, linked to the other lookup of the same origin."""
+    response = _json_response("OriginEnvelope", description)
+    response["links"] = _links(
+        {"getOrigin": "/origin/origin/id", "getOriginByAddress": "/origin/bans/address"}
+    )
+    return response
+
+
+@cache
+def build_openapi_document() -> dict[str, Any]:
+    """The whole document (built once per process)."""
+    spec = APISpec(
+        title="Broadcast Registry Read API",
+        version=API_VERSION,
+        openapi_version="3.1.0",
+        plugins=[MarshmallowPlugin()],
+        info={
+            "description": "A read-only API over a broadcast graph: each canonical origin once, "
+            "with its identity, governance, address allocation, publication state and resolved "
+            "presentations. Every response body is JSON."
+        },
+        # Relative to where the document is served, so it stays right behind a path prefix
+        # (nginx maps /v1/ onto the server root).
+        servers=[{"url": ".", "description": "the server this document is served from"}],
+        tags=[
+            {"name": "public", "description": "no authentication"},
+            {"name": "registry", "description": "domain-administrator token required"},
+        ],
+    )
+    spec.components.security_scheme(
+        "bearerAuth", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    )
+    spec.components.security_scheme(
+        "cookieAuth", {"type": "apiKey", "in": "cookie", "name": "access_token"}
+    )
+    for name, schema in _SCHEMAS:
+        spec.components.schema(name, schema=schema)
+    for name, response in _RESPONSES.items():
+        spec.components.response(name, response)
+
+    spec.path(
+        "/summary",
+        operations={
+            "get": _operation(
+                "getIntegrationStatus",
+                "Broadcast-feed integration status (unrelated to the registry counts)",
+                _json_response("IntegrationStatus", "the status"),
+                secured=False,
+            )
+        },
+    )
+    spec.path(
+        "/registry/summary",
+        operations={
+            "get": _operation(
+                "getRegistrySummary",
+                "Counts over canonical origins and catalog carriages",
+                _json_response("RegistrySummary", "the counts"),
+                secured=True,
+            )
+        },
+    )
+    listing = _json_response(
+        "OriginList",
+        "one page of origins, by allocated address then origin id; a page past the end is "
+        "empty and still carries the true total",
+        {"Link": _header('RFC 8288 links rel="first", "prev", "next", "last"; filters kept')},
+    )
+    listing["links"] = _links(
+        {"getOrigin": "/origins/0/origin/id", "getOriginByAddress": "/origins/0/bans/address"}
+    )
+    spec.path(
+        "/registry/origins",
+        operations={
+            "get": _operation(
+                "listOrigins",
+                "Canonical origins, one page at a time; filters combine with AND",
+                listing,
+                secured=True,
+                parameters=[{"in": "query", "schema": OriginListQuerySchema}],
+            )
+        },
+    )
+    spec.path(
+        "/registry/origins/{originId}",
+        operations={
+            "get": _operation(
+                "getOrigin",
+                "One origin with all its presentations, by id",
+                _origin_envelope("the origin"),
+                secured=True,
+                parameters=[
+                    _path_parameter(
+                        "originId",
+                        "svc:origin:<uuid>, or the bare <uuid>; hex digits in either case",
+                        ORIGIN_ID_FORMAT,
+                        "svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
+                    )
+                ],
+                not_found=True,
+            )
+        },
+    )
+    spec.path(
+        "/registry/addresses/{address}",
+        operations={
+            "get": _operation(
+                "getOriginByAddress",
+                "The origin holding a channel-tier address",
+                _origin_envelope("the origin holding the address"),
+                secured=True,
+                parameters=[
+                    _path_parameter(
+                        "address",
+                        "<network>.<station>.<channel>, each in plain decimal (no sign, no "
+                        "leading zeros), each at most 2147483647",
+                        ADDRESS_FORMAT,
+                        "9.10.3",
+                    )
+                ],
+                not_found=True,
+            )
+        },
+    )
+    spec.path(
+        "/openapi.json",
+        operations={
+            "get": _operation(
+                "getOpenApiDocument",
+                "This document: the interface description, version 1.0.0",
+                {
+                    "description": "the OpenAPI 3.1 document",
+                    "content": {_JSON: {"schema": {"type": "object"}}},
+                },
+                secured=False,
+                reads_database=False,
+            )
+        },
+    )
+    return spec.to_dict()
+
+
+@bp.get("/openapi.json", **GET_ROUTE)
 def openapi_document() -> Response:
-    """The interface description, version 1.0.0."""
+    """The interface description, version 1.0.0 (public, like /summary)."""
+    refuse_any_query(request.args.to_dict(flat=False))
     return json_response(build_openapi_document())

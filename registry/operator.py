@@ -11,9 +11,15 @@ from flask import Blueprint, Response, request
 from registry import repository
 from registry.db import get_connection
 from registry.errors import OriginNotFound
-from registry.responses import json_response, now_utc
-from schemas.origin import OriginEnvelopeSchema, OriginListSchema
-from schemas.params import FILTER_NAMES, parse_origin_list_query
+from registry.responses import GET_ROUTE, json_response, now_utc
+from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema
+from schemas.params import (
+    ADDRESS_FORMAT,
+    FILTER_NAMES,
+    ORIGIN_ID_FORMAT,
+    parse_origin_list_query,
+    refuse_any_query,
+)
 from schemas.summary import RegistrySummarySchema
 
 bp = Blueprint("registry", __name__, url_prefix="/registry")
@@ -22,12 +28,8 @@ REGISTRY_SUMMARY = RegistrySummarySchema()
 ORIGIN_ENVELOPE = OriginEnvelopeSchema()
 ORIGIN_LIST = OriginListSchema()
 
-_ORIGIN_ID = re.compile(
-    r"(?:svc:origin:)?([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\Z"
-)
-# Plain decimal: no sign, no leading zeros, ASCII digits only.
-_ADDRESS = re.compile(r"(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})\Z")
-_INT32_MAX = 2_147_483_647
+_ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
+_ADDRESS = re.compile(ADDRESS_FORMAT)
 
 
 def _shown(text: str) -> str:
@@ -35,22 +37,28 @@ def _shown(text: str) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
-@bp.get("/summary", provide_automatic_options=False)
+def _query() -> dict[str, list[str]]:
+    """The request's query: name -> every value given under it, in order."""
+    return request.args.to_dict(flat=False)
+
+
+@bp.get("/summary", **GET_ROUTE)
 def registry_summary() -> Response:
     """GET /registry/summary: counts over origins and catalog carriages."""
+    refuse_any_query(_query())
     summary = repository.get_registry_summary(get_connection())
     return json_response(
         REGISTRY_SUMMARY.dump({"success": True, "generated_at": now_utc(), **summary})
     )
 
 
-@bp.get("/origins", provide_automatic_options=False)
+@bp.get("/origins", **GET_ROUTE)
 def list_origins() -> Response:
     """GET /registry/origins: one page of origins in address order, filters ANDed."""
-    query = parse_origin_list_query(request.args.to_dict(flat=False))
-    page, limit = query.pop("page"), query.pop("limit")
+    filters = parse_origin_list_query(_query())
+    page, limit = filters.pop("page"), filters.pop("limit")
     offset = (page - 1) * limit
-    total, origins = repository.list_origins(get_connection(), query, limit, offset)
+    total, origins = repository.list_origins(get_connection(), filters, limit, offset)
     body = {
         "success": True,
         "generated_at": now_utc(),
@@ -61,19 +69,21 @@ def list_origins() -> Response:
             "returned": len(origins),
             "total": total,
         },
-        "filters_applied": query,
+        "filters_applied": filters,
         "origins": origins,
     }
-    return json_response(ORIGIN_LIST.dump(body), headers={"Link": _page_links(query, page, limit, total)})
+    links = _page_links(filters, page, limit, total)
+    return json_response(ORIGIN_LIST.dump(body), headers={"Link": links})
 
 
-@bp.get("/origins/<origin_id>", provide_automatic_options=False)
+@bp.get("/origins/<origin_id>", **GET_ROUTE)
 def get_origin(origin_id: str) -> Response:
     """GET /registry/origins/{originId}: svc:origin:<uuid> or the bare uuid."""
-    match = _ORIGIN_ID.match(origin_id)
+    refuse_any_query(_query())
+    match = _ORIGIN_ID.fullmatch(origin_id)
     origin = None
     if match is not None:
-        origin = repository.get_origin_by_id(get_connection(), match.group(1).lower())
+        origin = repository.get_origin_by_id(get_connection(), match.group(2).lower())
     if origin is None:
         raise OriginNotFound(f"No origin with id {_shown(origin_id)}")
     return json_response(
@@ -81,14 +91,15 @@ def get_origin(origin_id: str) -> Response:
     )
 
 
-@bp.get("/addresses/<address>", provide_automatic_options=False)
+@bp.get("/addresses/<address>", **GET_ROUTE)
 def get_origin_by_address(address: str) -> Response:
     """GET /registry/addresses/{address}: the origin holding network.station.channel."""
-    match = _ADDRESS.match(address)
+    refuse_any_query(_query())
+    match = _ADDRESS.fullmatch(address)
     origin = None
     if match is not None:
         network, station, channel = (int(part) for part in match.groups())
-        if max(network, station, channel) <= _INT32_MAX:
+        if max(network, station, channel) <= INT32_MAX:
             origin = repository.get_origin_by_address(get_connection(), network, station, channel)
     if origin is None:
         raise OriginNotFound(f"No origin holds address {_shown(address)}")
@@ -105,17 +116,19 @@ def _query_value(value: Any) -> str:
 
 
 def _page_links(filters: dict[str, Any], page: int, limit: int, total: int) -> str:
-    """RFC 8288 first, prev, next and last links that keep the filters."""
+    """RFC 8288 first, prev, next and last links that keep the filters and the limit."""
     last = max(1, -(-total // limit))
     base = request.script_root + request.path
     kept = [(name, _query_value(filters[name])) for name in FILTER_NAMES if name in filters]
 
     def link(target: int, rel: str) -> str:
+        """One link-value to page target."""
         query = urlencode([*kept, ("page", str(target)), ("limit", str(limit))])
         return f'<{base}?{query}>; rel="{rel}"'
 
     links = [link(1, "first")]
     if page > 1:
+        # Past the end, the previous page worth having is the last one.
         links.append(link(min(page - 1, last), "prev"))
     if page < last:
         links.append(link(page + 1, "next"))

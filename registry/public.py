@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 
 from registry import repository
 from registry.db import get_connection
-from registry.responses import json_response, now_utc
+from registry.responses import GET_ROUTE, json_response, now_utc
+from schemas.params import refuse_any_query
 from schemas.summary import IntegrationStatusSchema
 
 bp = Blueprint("public", __name__)
@@ -14,9 +15,10 @@ bp = Blueprint("public", __name__)
 INTEGRATION_STATUS = IntegrationStatusSchema()
 
 
-@bp.get("/summary", provide_automatic_options=False)
+@bp.get("/summary", **GET_ROUTE)
 def integration_status() -> Response:
     """GET /summary: the feed record, or connected false when there is none."""
+    refuse_any_query(request.args.to_dict(flat=False))
     feed = repository.get_integration_status(get_connection()) or {"connected": False}
     return json_response(
         INTEGRATION_STATUS.dump({"success": True, **feed, "generated_at": now_utc()})

@@ -20,7 +20,7 @@ TRANSPORT_BITS = {"iptv": 1, "ovp": 2, "ota": 4, "fast": 8}
 
 def _one_value(conn: psycopg.Connection, query: str, params: dict[str, Any] | None = None) -> Any:
     """The first column of the first row, or None when there is no row."""
-    row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query, params).fetchone()
     return None if row is None else row[0]
 
 

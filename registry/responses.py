@@ -1,4 +1,4 @@
-"""JSON responses, encoded with orjson."""
+"""JSON responses, encoded with orjson, and the options every route is registered with."""
 
 from __future__ import annotations
 
@@ -8,6 +8,11 @@ from typing import Any
 import orjson
 from flask import Response
 from flask.json.provider import JSONProvider
+
+# Every route is GET (HEAD follows). OPTIONS is not answered automatically, so it gets the
+# JSON 405 with Allow like any other method; and slashes are not merged, because werkzeug
+# would answer `/registry//origins` with an HTML redirect that no error handler sees.
+GET_ROUTE: dict[str, Any] = {"provide_automatic_options": False, "merge_slashes": False}
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -1,15 +1,46 @@
-"""The per-origin record (spec §2.3–§2.5) and its envelopes (§2.6)."""
+"""The per-origin record (spec 2.3 to 2.5) and its envelopes (spec 2.6).
+
+Validators here are never run on dump; they carry the spec's bounds and formats into the
+OpenAPI document, which is generated from these same classes.
+"""
 
 from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
 TRANSPORTS = ("iptv", "ovp", "ota", "fast")
+INT32_MAX = 2_147_483_647
+
+# The id as the service writes it: the prefix and a lower-case uuid.
+ORIGIN_ID_PATTERN = r"^svc:origin:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+# Plain decimal, as the service writes an address: no sign, no leading zeros.
+ADDRESS_PATTERN = r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$"
 
 
 def nullable_string(description: str, **extra: object) -> fields.String:
     """A string field that is always present and may be null."""
-    return fields.String(required=True, allow_none=True, metadata={"description": description, **extra})
+    return fields.String(
+        required=True, allow_none=True, metadata={"description": description, **extra}
+    )
+
+
+def address_part(description: str) -> fields.Integer:
+    """One integer of an allocated address; null without an allocation."""
+    return fields.Integer(
+        required=True,
+        allow_none=True,
+        validate=validate.Range(min=0, max=INT32_MAX),
+        metadata={"description": description},
+    )
+
+
+def always(value: bool) -> fields.Boolean:
+    """The envelope's `success`, which never varies within one kind of body."""
+    return fields.Boolean(
+        required=True,
+        validate=validate.Equal(value),
+        metadata={"description": f"always {str(value).lower()}"},
+    )
 
 
 class NetworkRefSchema(Schema):
@@ -24,7 +55,8 @@ class OriginIdentitySchema(Schema):
 
     id = fields.String(
         required=True,
-        metadata={"description": "per-origin key, svc:origin:<uuid>", "pattern": "^svc:origin:"},
+        validate=validate.Regexp(ORIGIN_ID_PATTERN),
+        metadata={"description": "per-origin key, svc:origin:<uuid>"},
     )
     name = fields.String(required=True)
     registry_id = nullable_string(
@@ -36,7 +68,11 @@ class OriginIdentitySchema(Schema):
 class GovernanceSchema(Schema):
     """The governance block."""
 
-    state = fields.String(required=True, validate=validate.OneOf(["governed", "ungoverned"]))
+    state = fields.String(
+        required=True,
+        validate=validate.OneOf(["governed", "ungoverned"]),
+        metadata={"description": "governed when there is at least one active edge"},
+    )
     active_edges = fields.Integer(
         required=True,
         validate=validate.Range(min=0),
@@ -55,18 +91,27 @@ class BansAllocationSchema(Schema):
     """Address allocation and publication (field `bans`)."""
 
     allocated = fields.Boolean(required=True)
-    address = nullable_string(
-        "<network>.<station>.<channel>, dot-separated integers", pattern=r"^\d+\.\d+\.\d+$"
+    address = fields.String(
+        required=True,
+        allow_none=True,
+        validate=validate.Regexp(ADDRESS_PATTERN),
+        metadata={"description": "<network>.<station>.<channel>, dot-separated integers"},
     )
-    network = fields.Integer(required=True, allow_none=True)
-    station = fields.Integer(required=True, allow_none=True)
-    channel = fields.Integer(required=True, allow_none=True)
+    network = address_part("network number of the address")
+    station = address_part("station number of the address")
+    channel = address_part("channel number of the address")
     publication_status = fields.String(
         required=True,
         allow_none=True,
         validate=validate.OneOf(["published", "held"]),
+        metadata={"description": "null when there is no allocation status"},
     )
-    held = fields.Nested(HeldSchema, required=True, allow_none=True)
+    held = fields.Nested(
+        HeldSchema,
+        required=True,
+        allow_none=True,
+        metadata={"description": "when and why, if held; else null"},
+    )
 
 
 class PresentationSchema(Schema):
@@ -85,14 +130,20 @@ class OriginSchema(Schema):
     origin = fields.Nested(OriginIdentitySchema, required=True)
     governance = fields.Nested(GovernanceSchema, required=True)
     bans = fields.Nested(BansAllocationSchema, required=True)
-    presentations = fields.List(fields.Nested(PresentationSchema), required=True)
+    presentations = fields.List(
+        fields.Nested(PresentationSchema),
+        required=True,
+        metadata={"description": "every resolved presentation, by carriage_id"},
+    )
 
 
 class EnvelopeSchema(Schema):
-    """What every successful registry response starts with."""
+    """What every successful response starts with."""
 
-    success = fields.Boolean(required=True, metadata={"description": "always true"})
-    generated_at = fields.DateTime(format="iso", metadata={"description": "when it was built"})
+    success = always(True)
+    generated_at = fields.DateTime(
+        format="iso", metadata={"description": "when the response was built (UTC)"}
+    )
 
 
 class OriginEnvelopeSchema(EnvelopeSchema):
@@ -104,12 +155,30 @@ class OriginEnvelopeSchema(EnvelopeSchema):
 class PageSchema(Schema):
     """Where this page sits in the listing."""
 
-    page = fields.Integer(required=True, metadata={"description": "current page number"})
-    limit = fields.Integer(required=True, metadata={"description": "page size in effect"})
-    offset = fields.Integer(required=True, metadata={"description": "origins skipped"})
-    returned = fields.Integer(required=True, metadata={"description": "origins in this page"})
+    page = fields.Integer(
+        required=True,
+        validate=validate.Range(min=1),
+        metadata={"description": "current page number"},
+    )
+    limit = fields.Integer(
+        required=True,
+        validate=validate.Range(min=1, max=200),
+        metadata={"description": "page size in effect"},
+    )
+    offset = fields.Integer(
+        required=True,
+        validate=validate.Range(min=0),
+        metadata={"description": "origins skipped"},
+    )
+    returned = fields.Integer(
+        required=True,
+        validate=validate.Range(min=0, max=200),
+        metadata={"description": "origins in this page"},
+    )
     total = fields.Integer(
-        required=True, metadata={"description": "matching origins before pagination"}
+        required=True,
+        validate=validate.Range(min=0),
+        metadata={"description": "matching origins before pagination"},
     )
 
 
@@ -118,31 +187,10 @@ class OriginListSchema(EnvelopeSchema):
 
     page = fields.Nested(PageSchema, required=True)
     filters_applied = fields.Dict(
-        keys=fields.String(), metadata={"description": "the filters given, with parsed values"}
+        keys=fields.String(),
+        metadata={
+            "description": "the filters given, by parameter name, with their parsed values "
+            "(has_presentations a boolean, station_id an integer); page and limit never"
+        },
     )
     origins = fields.List(fields.Nested(OriginSchema), required=True)
-
-
-class ErrorSchema(Schema):
-    """Every error body but 401 and 403."""
-
-    success = fields.Boolean(required=True, metadata={"description": "always false"})
-    error = fields.String(required=True)
-    details = fields.Dict(
-        keys=fields.String(),
-        values=fields.List(fields.String()),
-        metadata={"description": "400 only: why each named parameter was refused"},
-    )
-
-
-class UnauthorizedSchema(Schema):
-    """401: no token, or not a valid one."""
-
-    error = fields.String(required=True, validate=validate.Equal("Unauthorized"))
-
-
-class ForbiddenSchema(Schema):
-    """403: a valid token without an admin role."""
-
-    error = fields.String(required=True, validate=validate.Equal("Domain admin access required"))
-    message = fields.String()

@@ -1,4 +1,5 @@
-"""The query parameters of GET /registry/origins, parsed strictly (contract §4–§5)."""
+"""Query parameters, parsed strictly (contract 4 and 5): GET /registry/origins takes filters and
+a page; every other endpoint takes none."""
 
 from __future__ import annotations
 
@@ -6,18 +7,31 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields
 
-from schemas.origin import TRANSPORTS
+from schemas.origin import INT32_MAX, TRANSPORTS
 
-INT32_MAX = 2_147_483_647
+# ASCII digits only: `re`'s \d and str.isdigit() would also take other scripts' digits.
 _DIGITS = re.compile(r"[0-9]+\Z")
+# What the OpenAPI document promises a free-text value looks like: not empty, no NUL.
+_TEXT_PATTERN = "^[^\\u0000]+$"
+
+# The path parameters' forms, for the views (with re.fullmatch) and the OpenAPI document.
+# A value of another form is a 404 like an unknown one (contract 5), not a 400.
+_HEX = "[0-9a-fA-F]"
+ORIGIN_ID_FORMAT = (
+    rf"^(svc:origin:)?({_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}})$"
+)
+# Plain decimal: no sign, no leading zeros, ASCII digits; at most ten digits, so that int()
+# never sees a huge string (anything past 2147483647 is held by no origin anyway).
+ADDRESS_FORMAT = r"^(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})$"
 
 
 class QueryParameter(fields.Field):
     """One query parameter: given once, not empty, no NUL; its value checked by parse()."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        """The parsed value of the list of values given under this name."""
         values = value if isinstance(value, list) else [value]
         if len(values) != 1:
             raise ValidationError("given more than once; give it once")
@@ -36,10 +50,11 @@ class QueryParameter(fields.Field):
 
 
 class Choice(QueryParameter):
-    """One of a fixed set of words."""
+    """One of a fixed set of words, spelt exactly so."""
 
-    def __init__(self, choices: tuple[str, ...], **kwargs: Any):
-        metadata = {"type": "string", "enum": list(choices), **kwargs.pop("metadata", {})}
+    def __init__(self, choices: tuple[str, ...], description: str, **kwargs: Any):
+        """A parameter whose value must be one of choices."""
+        metadata = {"type": "string", "enum": list(choices), "description": description}
         super().__init__(metadata=metadata, **kwargs)
         self.choices = choices
 
@@ -53,6 +68,10 @@ class Choice(QueryParameter):
 class Flag(QueryParameter):
     """true or false, spelt exactly so."""
 
+    def __init__(self, description: str, **kwargs: Any):
+        """A boolean parameter."""
+        super().__init__(metadata={"type": "boolean", "description": description}, **kwargs)
+
     def parse(self, text: str) -> bool:
         """True or False."""
         if text == "true":
@@ -65,8 +84,15 @@ class Flag(QueryParameter):
 class DecimalInteger(QueryParameter):
     """A whole number in plain ASCII decimal, within bounds."""
 
-    def __init__(self, minimum: int, maximum: int, **kwargs: Any):
-        metadata = {"minimum": minimum, "maximum": maximum, **kwargs.pop("metadata", {})}
+    def __init__(self, minimum: int, maximum: int, description: str, **kwargs: Any):
+        """An integer parameter between minimum and maximum, both included."""
+        metadata = {
+            "type": "integer",
+            "minimum": minimum,
+            "maximum": maximum,
+            "description": description,
+            **kwargs.pop("metadata", {}),
+        }
         super().__init__(metadata=metadata, **kwargs)
         self.minimum = minimum
         self.maximum = maximum
@@ -75,8 +101,9 @@ class DecimalInteger(QueryParameter):
         """The integer, when the text is digits only and in range."""
         if not _DIGITS.match(text):
             raise ValidationError("must be a whole number written with the digits 0-9")
-        # Length first: int() of a huge string is slow and the answer is already known.
-        number = int(text) if len(text) <= 12 else self.maximum + 1
+        significant = text.lstrip("0") or "0"
+        # Length first: int() of a huge string is slow, and the answer is already known.
+        number = int(significant) if len(significant) <= 12 else self.maximum + 1
         if not self.minimum <= number <= self.maximum:
             raise ValidationError(f"must be between {self.minimum} and {self.maximum}")
         return number
@@ -85,40 +112,45 @@ class DecimalInteger(QueryParameter):
 class Text(QueryParameter):
     """Free text, taken literally."""
 
+    def __init__(self, description: str, **kwargs: Any):
+        """A free-text parameter."""
+        metadata = {
+            "type": "string",
+            "minLength": 1,
+            "pattern": _TEXT_PATTERN,
+            "description": description,
+        }
+        super().__init__(metadata=metadata, **kwargs)
 
-class OriginListQuerySchema(Schema):
-    """GET /registry/origins: filters (combined with AND) and the page wanted."""
+
+class StrictQuerySchema(Schema):
+    """A query schema that refuses names it does not declare."""
 
     error_messages = {"unknown": "unknown parameter"}
 
     class Meta:
         unknown = RAISE
 
-    governance_state = Choice(("governed", "ungoverned"), metadata={"description": "by active governance edge"})
-    allocation_state = Choice(
-        ("allocated", "unallocated"), metadata={"description": "whether an allocation exists"}
+
+class NoQuerySchema(StrictQuerySchema):
+    """Endpoints that take no query parameters: any parameter is unknown."""
+
+
+class OriginListQuerySchema(StrictQuerySchema):
+    """GET /registry/origins: filters (combined with AND) and the page wanted."""
+
+    governance_state = Choice(("governed", "ungoverned"), "by active governance edge")
+    allocation_state = Choice(("allocated", "unallocated"), "whether an address allocation exists")
+    publication_status = Choice(("published", "held"), "allocation publication state")
+    transport = Choice(TRANSPORTS, "origins with a resolved presentation on that transport")
+    has_presentations = Flag("whether any carriage resolves to the origin")
+    network_id = Text("origins under this network (exact network id)")
+    station_id = DecimalInteger(0, INT32_MAX, "origins whose allocation has this station number")
+    search = Text("case-insensitive substring of the origin name or registry id, taken literally")
+    page = DecimalInteger(
+        1, INT32_MAX, "1-based page number", load_default=1, metadata={"default": 1}
     )
-    publication_status = Choice(
-        ("published", "held"), metadata={"description": "allocation publication state"}
-    )
-    transport = Choice(
-        TRANSPORTS, metadata={"description": "origins with a resolved presentation on it"}
-    )
-    has_presentations = Flag(
-        metadata={"type": "boolean", "description": "whether any carriage resolves to it"}
-    )
-    network_id = Text(metadata={"type": "string", "description": "exact network id"})
-    station_id = DecimalInteger(
-        0, INT32_MAX, metadata={"type": "integer", "description": "the allocation's station"}
-    )
-    search = Text(
-        metadata={
-            "type": "string",
-            "description": "case-insensitive literal substring of the name or registry id",
-        }
-    )
-    page = DecimalInteger(1, INT32_MAX, load_default=1, metadata={"type": "integer", "default": 1})
-    limit = DecimalInteger(1, 200, load_default=50, metadata={"type": "integer", "default": 50})
+    limit = DecimalInteger(1, 200, "origins per page", load_default=50, metadata={"default": 50})
 
 
 FILTER_NAMES = (
@@ -132,9 +164,15 @@ FILTER_NAMES = (
     "search",
 )
 
+NO_QUERY = NoQuerySchema()
 ORIGIN_LIST_QUERY = OriginListQuerySchema()
 
 
 def parse_origin_list_query(args: Mapping[str, list[str]]) -> dict[str, Any]:
-    """Parse the query (name -> every value given); raise ValidationError naming each bad one."""
+    """Filters, page and limit from name -> values given; ValidationError names each bad one."""
     return ORIGIN_LIST_QUERY.load(dict(args))
+
+
+def refuse_any_query(args: Mapping[str, list[str]]) -> None:
+    """Raise ValidationError naming each parameter given to an endpoint that takes none."""
+    NO_QUERY.load(dict(args))

@@ -1,7 +1,12 @@
 -- Returns one row: total (origins matching every given filter) and origins (the records of
 -- one page of them, in contract order), from one snapshot since it is one statement.
 -- A null parameter means that filter was not given. transport_bit is the filter's bit in
--- origin_rows.transports; search is already case-folded like name_key and registry_key.
+-- origin_rows.transports; search is already case-folded like name_key and registry_key,
+-- and strpos takes it literally (no LIKE: percent, underscore and backslash match
+-- themselves).
+-- The count needs every matching row: one pass over the narrow origin_rows (through
+-- origin_rows_network_idx or origin_rows_station_idx when those filters are given); the
+-- page then reads its records from origin_docs by its primary key (pos).
 WITH matching AS MATERIALIZED (
     SELECT r.pos
     FROM graph.origin_rows AS r

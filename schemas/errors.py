@@ -1,0 +1,44 @@
+"""Error bodies (spec 7, contract 5 and 6)."""
+
+from __future__ import annotations
+
+from marshmallow import INCLUDE, Schema, fields, validate
+
+from schemas.origin import always
+
+INVALID_PARAMETERS = "Invalid request parameters"
+
+
+class ErrorSchema(Schema):
+    """404, 405, 500 and 503: success false and what went wrong."""
+
+    success = always(False)
+    error = fields.String(required=True, metadata={"description": "what went wrong"})
+
+
+class InvalidParametersSchema(ErrorSchema):
+    """400: each bad query parameter by name, with why it was refused."""
+
+    error = fields.String(required=True, validate=validate.Equal(INVALID_PARAMETERS))
+    details = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        required=True,
+        metadata={"description": "parameter name -> why it was refused"},
+    )
+
+
+class UnauthorizedSchema(Schema):
+    """401: no token, or not a valid one."""
+
+    error = fields.String(required=True, validate=validate.Equal("Unauthorized"))
+
+
+class ForbiddenSchema(Schema):
+    """403: a valid token without an admin role; more fields may follow."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    error = fields.String(required=True, validate=validate.Equal("Domain admin access required"))
+    message = fields.String(metadata={"description": "why access was refused"})

@@ -1,0 +1,414 @@
+"""GET /openapi.json: a valid OpenAPI 3.1 document, generated from the marshmallow schemas,
+that says exactly what the spec's tables say; and the checker the other tests rely on."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+from openapi_spec_validator import validate
+
+from registry.openapi import build_openapi_document
+from tests.api.api_support import CheckedClient, OpenApiConformance
+
+REQ, OPT = True, False
+
+# The spec's tables (2.1 to 2.6): field -> (type, required). A nullable field is always
+# present (contract 3), so it is required here even where the spec's column says no.
+SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
+    "IntegrationStatus": {
+        "success": ("boolean", REQ),
+        "connected": ("boolean", REQ),
+        **dict.fromkeys(
+            (
+                "networks",
+                "iptv_networks",
+                "ovp_networks",
+                "channels",
+                "programs",
+                "reviews",
+                "pending_reviews",
+            ),
+            ("integer", OPT),
+        ),
+        "generated_at": ("string", OPT),
+    },
+    "RegistrySummary": {
+        "success": ("boolean", REQ),
+        "generated_at": ("string", OPT),
+        "canonical_origins": ("integer", REQ),
+        "reviewed_origins": ("integer", REQ),
+        "governed_origins": ("integer", REQ),
+        "eligible_unallocated": ("integer", OPT),
+        "bans_allocated": ("integer", REQ),
+        "published": ("integer", REQ),
+        "held": ("integer", REQ),
+        "catalog_carriages": ("integer|null", REQ),
+        "resolved_carriages": ("integer|null", REQ),
+        "unresolved_carriages": ("integer|null", REQ),
+        "transport_inventory": ("TransportInventory", REQ),
+        "resolved_presentations": ("ResolvedPresentations", REQ),
+    },
+    "TransportInventory": dict.fromkeys(("iptv", "ovp", "ota", "fast"), ("integer|null", REQ)),
+    "ResolvedPresentations": dict.fromkeys(("iptv", "ovp", "ota", "fast"), ("integer", REQ)),
+    "Origin": {
+        "origin": ("OriginIdentity", REQ),
+        "governance": ("Governance", REQ),
+        "bans": ("BansAllocation", REQ),
+        "presentations": ("array of Presentation", REQ),
+    },
+    "OriginIdentity": {
+        "id": ("string", REQ),
+        "name": ("string", REQ),
+        "registry_id": ("string|null", REQ),
+        "network": ("NetworkRef", REQ),
+    },
+    "NetworkRef": {"id": ("string|null", REQ), "name": ("string|null", REQ)},
+    "Governance": {"state": ("string", REQ), "active_edges": ("integer", REQ)},
+    "BansAllocation": {
+        "allocated": ("boolean", REQ),
+        "address": ("string|null", REQ),
+        "network": ("integer|null", REQ),
+        "station": ("integer|null", REQ),
+        "channel": ("integer|null", REQ),
+        "publication_status": ("string|null", REQ),
+        "held": ("Held|null", REQ),
+    },
+    "Held": {"at": ("string", REQ), "reason": ("string|null", REQ)},
+    "Presentation": {
+        "carriage_id": ("string", REQ),
+        "transport": ("string", REQ),
+        "provider": ("string|null", REQ),
+        "source": ("string|null", REQ),
+        "availability": ("string|null", REQ),
+    },
+    "OriginEnvelope": {
+        "success": ("boolean", REQ),
+        "generated_at": ("string", OPT),
+        "origin": ("Origin", REQ),
+    },
+    "OriginList": {
+        "success": ("boolean", REQ),
+        "generated_at": ("string", OPT),
+        "page": ("Page", REQ),
+        "filters_applied": ("object", OPT),
+        "origins": ("array of Origin", REQ),
+    },
+    "Page": dict.fromkeys(("page", "limit", "offset", "returned", "total"), ("integer", REQ)),
+    "Error": {"success": ("boolean", REQ), "error": ("string", REQ)},
+    "InvalidParameters": {
+        "success": ("boolean", REQ),
+        "error": ("string", REQ),
+        "details": ("object", REQ),
+    },
+    "Unauthorized": {"error": ("string", REQ)},
+    "Forbidden": {"error": ("string", REQ), "message": ("string", OPT)},
+}
+
+ENUMS = [
+    ("Governance", "state", ["governed", "ungoverned"]),
+    ("BansAllocation", "publication_status", ["published", "held", None]),
+    ("Presentation", "transport", ["iptv", "ovp", "ota", "fast"]),
+    ("Unauthorized", "error", ["Unauthorized"]),
+    ("Forbidden", "error", ["Domain admin access required"]),
+    ("InvalidParameters", "error", ["Invalid request parameters"]),
+    ("IntegrationStatus", "success", [True]),
+    ("RegistrySummary", "success", [True]),
+    ("OriginEnvelope", "success", [True]),
+    ("OriginList", "success", [True]),
+    ("Error", "success", [False]),
+]
+
+# Spec 4.3 and 8: name -> (type, enum, minimum, maximum, default).
+LISTING_PARAMETERS = {
+    "governance_state": ("string", ["governed", "ungoverned"], None, None, None),
+    "allocation_state": ("string", ["allocated", "unallocated"], None, None, None),
+    "publication_status": ("string", ["published", "held"], None, None, None),
+    "transport": ("string", ["iptv", "ovp", "ota", "fast"], None, None, None),
+    "has_presentations": ("boolean", None, None, None, None),
+    "network_id": ("string", None, None, None, None),
+    "station_id": ("integer", None, 0, 2147483647, None),
+    "search": ("string", None, None, None, None),
+    "page": ("integer", None, 1, 2147483647, 1),
+    "limit": ("integer", None, 1, 200, 50),
+}
+
+PUBLIC, ADMIN = {"200", "400", "405", "500", "503"}, {"401", "403"}
+OPERATIONS = {
+    "/summary": ("getIntegrationStatus", "IntegrationStatus", PUBLIC),
+    "/registry/summary": ("getRegistrySummary", "RegistrySummary", PUBLIC | ADMIN),
+    "/registry/origins": ("listOrigins", "OriginList", PUBLIC | ADMIN),
+    "/registry/origins/{originId}": ("getOrigin", "OriginEnvelope", PUBLIC | ADMIN | {"404"}),
+    "/registry/addresses/{address}": (
+        "getOriginByAddress",
+        "OriginEnvelope",
+        PUBLIC | ADMIN | {"404"},
+    ),
+    "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
+}
+
+
+def kind(schema: dict[str, Any]) -> str:
+    """A property's type in the tables' shorthand."""
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[1]
+    if "anyOf" in schema:
+        return "|".join(kind(branch) for branch in schema["anyOf"])
+    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    if types == ["array"]:
+        return f"array of {kind(schema['items'])}"
+    return "|".join(types)
+
+
+def resolve(document: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local $ref."""
+    while "$ref" in item:
+        node: Any = document
+        for part in item["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        item = node
+    return item
+
+
+def test_document_is_valid_openapi_31(api_document: dict[str, Any]):
+    """openapi-spec-validator accepts it; OpenAPI 3.1.0, info.version 1.0.0."""
+    validate(api_document)
+    assert api_document["openapi"] == "3.1.0"
+    assert api_document["info"]["version"] == "1.0.0"
+
+
+def test_served_document_is_the_generated_one(api_document: dict[str, Any]):
+    """The service serves what apispec builds from the schemas, nothing hand-kept."""
+    assert api_document == build_openapi_document()
+
+
+def test_document_is_public_json(api_public: CheckedClient):
+    """No token needed; JSON; HEAD like GET."""
+    response = api_public.get("/openapi.json")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "application/json"
+    assert api_public.open("/openapi.json", "HEAD").get_data() == b""
+
+
+@pytest.mark.parametrize("path", sorted(OPERATIONS))
+def test_operations(api_document: dict[str, Any], path: str):
+    """Each endpoint: only GET, its 200 body, every status it answers, its security."""
+    operation_id, body, statuses = OPERATIONS[path]
+    assert set(api_document["paths"][path]) == {"get"}
+    operation = api_document["paths"][path]["get"]
+    assert operation["operationId"] == operation_id
+    assert set(operation["responses"]) == statuses
+    for status, response in operation["responses"].items():
+        content = resolve(api_document, response)["content"]
+        assert set(content) == {"application/json"}, status
+    if body is not None:
+        ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+        assert ok == {"$ref": f"#/components/schemas/{body}"}
+    if "401" in statuses:
+        assert operation["security"] == [{"bearerAuth": []}, {"cookieAuth": []}]
+    else:
+        assert "security" not in operation
+
+
+def test_every_path_is_documented(api_document: dict[str, Any]):
+    """The five endpoints of the spec and the document itself, nothing more."""
+    assert set(api_document["paths"]) == set(OPERATIONS)
+
+
+def test_security_schemes(api_document: dict[str, Any]):
+    """Bearer header first, then the access_token cookie (spec 5)."""
+    assert api_document["components"]["securitySchemes"] == {
+        "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+        "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "access_token"},
+    }
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_TABLES))
+def test_component_matches_spec_table(api_document: dict[str, Any], name: str):
+    """Every field of the spec's table with its type and null rule, and nothing else."""
+    schema = api_document["components"]["schemas"][name]
+    table = SPEC_TABLES[name]
+    assert {field: kind(prop) for field, prop in schema["properties"].items()} == {
+        field: field_type for field, (field_type, _) in table.items()
+    }
+    assert set(schema.get("required", [])) == {field for field, (_, req) in table.items() if req}
+    assert schema["additionalProperties"] is (name == "Forbidden")
+
+
+def test_no_undocumented_components(api_document: dict[str, Any]):
+    """The components are the spec's resources and error bodies, no more."""
+    assert set(api_document["components"]["schemas"]) == set(SPEC_TABLES)
+
+
+@pytest.mark.parametrize(("schema", "field", "values"), ENUMS)
+def test_enums(api_document: dict[str, Any], schema: str, field: str, values: list[Any]):
+    """Closed sets of values are spelt out."""
+    assert api_document["components"]["schemas"][schema]["properties"][field]["enum"] == values
+
+
+@pytest.mark.parametrize(
+    ("schema", "field", "value"),
+    [
+        ("Held", "at", "date-time"),
+        ("IntegrationStatus", "generated_at", "date-time"),
+        ("RegistrySummary", "generated_at", "date-time"),
+        ("OriginEnvelope", "generated_at", "date-time"),
+        ("OriginList", "generated_at", "date-time"),
+    ],
+)
+def test_date_times(api_document: dict[str, Any], schema: str, field: str, value: str):
+    """Date-times say so."""
+    assert api_document["components"]["schemas"][schema]["properties"][field]["format"] == value
+
+
+def test_bounds(api_document: dict[str, Any]):
+    """Counts are never negative; address numbers fit PostgreSQL's integer; limit <= 200."""
+    schemas = api_document["components"]["schemas"]
+    assert schemas["Governance"]["properties"]["active_edges"]["minimum"] == 0
+    for part in ("network", "station", "channel"):
+        bounds = schemas["BansAllocation"]["properties"][part]
+        assert (bounds["minimum"], bounds["maximum"]) == (0, 2147483647)
+    assert schemas["Page"]["properties"]["limit"]["maximum"] == 200
+    assert schemas["RegistrySummary"]["properties"]["canonical_origins"]["minimum"] == 0
+
+
+def test_listing_parameters(api_document: dict[str, Any]):
+    """The listing's query parameters, as spec 4.3 and 8 give them; all optional."""
+    parameters = api_document["paths"]["/registry/origins"]["get"]["parameters"]
+    found = {}
+    for parameter in parameters:
+        assert parameter["in"] == "query" and parameter["required"] is False
+        schema = parameter["schema"]
+        found[parameter["name"]] = (
+            schema["type"],
+            schema.get("enum"),
+            schema.get("minimum"),
+            schema.get("maximum"),
+            schema.get("default"),
+        )
+        if schema["type"] == "string" and "enum" not in schema:
+            # Empty values and NUL are refused, so the document does not promise them.
+            assert schema["minLength"] == 1 and "\\u0000" in schema["pattern"]
+    assert found == LISTING_PARAMETERS
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "good", "bad"),
+    [
+        (
+            "/registry/origins/{originId}",
+            "originId",
+            [
+                "svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
+                "3B2F1E0D-9C8B-4A7F-8E6D-5C4B3A291807",
+            ],
+            ["svc:origin:", "3b2f1e0d9c8b4a7f8e6d5c4b3a291807", "SVC:ORIGIN:0-0-0-0-0"],
+        ),
+        (
+            "/registry/addresses/{address}",
+            "address",
+            ["9.10.3", "0.0.0", "2147483647.0.1"],
+            ["09.10.3", "9.10", "-1.2.3", "1.2.3.4", "\u0669.1.1"],
+        ),
+    ],
+)
+def test_path_parameters(
+    api_document: dict[str, Any], path: str, name: str, good: list[str], bad: list[str]
+):
+    """Path parameters are required strings whose pattern is the form the service reads."""
+    (parameter,) = api_document["paths"][path]["get"]["parameters"]
+    assert (parameter["name"], parameter["in"], parameter["required"]) == (name, "path", True)
+    pattern = re.compile(parameter["schema"]["pattern"], re.ASCII)
+    assert all(pattern.search(value) for value in good)
+    assert not any(pattern.search(value) for value in bad)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "header", "header_type"),
+    [
+        ("/registry/origins", "200", "Link", "string"),
+        ("/summary", "405", "Allow", "string"),
+        ("/summary", "503", "Retry-After", "integer"),
+        ("/registry/summary", "401", "WWW-Authenticate", "string"),
+    ],
+)
+def test_response_headers(
+    api_document: dict[str, Any], path: str, status: str, header: str, header_type: str
+):
+    """Headers the service always sends with a response are documented as required."""
+    response = resolve(api_document, api_document["paths"][path]["get"]["responses"][status])
+    assert response["headers"][header]["required"] is True
+    assert response["headers"][header]["schema"] == {"type": header_type}
+
+
+def test_links_between_lookups(api_document: dict[str, Any]):
+    """The listing and each lookup link to the lookups of the same origin."""
+    listing = api_document["paths"]["/registry/origins"]["get"]["responses"]["200"]["links"]
+    assert listing["getOrigin"]["parameters"] == {"originId": "$response.body#/origins/0/origin/id"}
+    lookup = api_document["paths"]["/registry/origins/{originId}"]["get"]["responses"]["200"]
+    assert lookup["links"]["getOriginByAddress"]["parameters"] == {
+        "address": "$response.body#/origin/bans/address"
+    }
+
+
+# -- the checker itself: it must refuse what the document refuses -------------------------------
+
+GOOD_ORIGIN = {
+    "origin": {
+        "id": "svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
+        "name": "n",
+        "registry_id": None,
+        "network": {"id": None, "name": None},
+    },
+    "governance": {"state": "ungoverned", "active_edges": 0},
+    "bans": {
+        "allocated": False,
+        "address": None,
+        "network": None,
+        "station": None,
+        "channel": None,
+        "publication_status": None,
+        "held": None,
+    },
+    "presentations": [],
+}
+
+
+def _changed(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """An OriginEnvelope with one value at path replaced (or removed, for ...)."""
+    body: dict[str, Any] = {"success": True, "origin": copy.deepcopy(GOOD_ORIGIN)}
+    node = body
+    for part in path[:-1]:
+        node = node[part]
+    if value is ...:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return body
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("success",), False),
+        (("extra",), 1),
+        (("origin", "origin", "registry_id"), ...),
+        (("origin", "origin", "id"), "3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807"),
+        (("origin", "governance", "active_edges"), -1),
+        (("origin", "governance", "state"), "maybe"),
+        (("origin", "bans", "address"), "09.1.1"),
+        (("origin", "bans", "held"), {"at": "yesterday", "reason": None}),
+        (("origin", "bans", "station"), 2147483648),
+        (("origin", "presentations"), [{"carriage_id": "x", "transport": "sat"}]),
+        (("generated_at",), "not a date"),
+    ],
+)
+def test_checker_refuses_bad_bodies(
+    api_conformance: OpenApiConformance, path: tuple[str, ...], value: Any
+):
+    """The validator behind every response check is not vacuous."""
+    api_conformance.validate("OriginEnvelope", _changed(("success",), True))
+    with pytest.raises(AssertionError):
+        api_conformance.validate("OriginEnvelope", _changed(path, value))
