@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from psycopg import sql
 from registry.auth import mint_token
 from registry.db import resolve_database_url, with_database
 from registry.demo import write_demo_document
-from registry.loading import load_counts_line, load_document
+from registry.loading import GRAPH_FORMAT, load_counts_line, load_document
 from registry.queries import QUERIES
 from registry.settings import load_settings
 
@@ -57,9 +58,9 @@ def prepare_database(origins: int, seed: int, cache: Path) -> str:
     conninfo = with_database(server, name)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         try:
-            row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
-            loaded = row is not None and row[0] == origins
-        except psycopg.errors.UndefinedTable:
+            row = conn.execute(QUERIES["meta/get_graph_format"]).fetchone()
+            loaded = row is not None and tuple(row) == (GRAPH_FORMAT, origins)
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):
             loaded = False
         if not loaded:
             cache.mkdir(parents=True, exist_ok=True)
@@ -88,7 +89,7 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
 def urls(targets: dict[str, Any]) -> list[tuple[str, str]]:
     """(label, path) of every URL the benchmark drives."""
     last_page = max(1, -(-int(targets["total"]) // 200))
-    network = urllib.request.quote(str(targets["network_id"]), safe="")
+    network = urllib.parse.quote(str(targets["network_id"]), safe="")
     return [
         ("/summary", "/summary"),
         ("/registry/summary", "/registry/summary"),
@@ -116,9 +117,19 @@ def _milliseconds(value: str, unit: str) -> float:
 def run_wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, Any]:
     """One wrk run: requests/s, p50 and p99 in ms, and any errors it saw."""
     output = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency",
-         "-H", f"Authorization: Bearer {token}", url],
-        capture_output=True, text=True, check=True,
+        [
+            "wrk",
+            "-t2",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--latency",
+            "-H",
+            f"Authorization: Bearer {token}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     latencies = {p: _milliseconds(v, u) for p, v, u in _LATENCY.findall(output)}
     rate = _RATE.search(output)
@@ -178,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     conninfo = prepare_database(args.origins, args.seed, Path(args.cache))
     targets = pick_targets(conninfo)
     secret = secrets.token_urlsafe(48)
-    settings = {**load_settings(), "REGISTRY_JWT_SECRET": secret, "REGISTRY_JWT_ALGORITHMS": "HS256"}
+    settings = {
+        **load_settings(),
+        "REGISTRY_JWT_SECRET": secret,
+        "REGISTRY_JWT_ALGORITHMS": "HS256",
+    }
     token = mint_token(settings, roles=["domain_admin"], ttl_seconds=7200, subject="bench")
     port = _free_port()
     env = {
@@ -189,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         "REGISTRY_GUNICORN_LOGLEVEL": "warning",
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "wsgi:app"], cwd=REPO, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "gunicorn", "wsgi:app"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -215,9 +233,11 @@ def main(argv: list[str] | None = None) -> int:
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print()
-    print(f"make bench ORIGINS={args.origins}  ({when}; {os.cpu_count()} cores, "
-          f"{platform.python_implementation()} {platform.python_version()}; wrk -t2 "
-          f"-c{args.connections} -d{args.seconds}s)")
+    print(
+        f"make bench ORIGINS={args.origins}  ({when}; {os.cpu_count()} cores, "
+        f"{platform.python_implementation()} {platform.python_version()}; wrk -t2 "
+        f"-c{args.connections} -d{args.seconds}s)"
+    )
     print()
     print("| URL | req/s | p50 ms | p99 ms | errors |")
     print("|---|---:|---:|---:|---|")
@@ -227,8 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {label} | {result['rps']:.0f} | {p50} | {p99} | {result['errors'] or 'none'} |")
     print()
     print(f"full sweep at limit=200: {swept} origins in {sweep_s:.1f} s")
-    print("worker RSS MB before: " + ", ".join(f"{v:.0f}" for v in rss_before)
-          + "; after: " + ", ".join(f"{v:.0f}" for v in rss_after))
+    print(
+        "worker RSS MB before: "
+        + ", ".join(f"{v:.0f}" for v in rss_before)
+        + "; after: "
+        + ", ".join(f"{v:.0f}" for v in rss_after)
+    )
     return 0
 
 

@@ -9,6 +9,8 @@ transaction. Readers keep answering from the old graph until the commit.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import io
 import tempfile
 import time
@@ -23,8 +25,16 @@ from psycopg import errors, sql
 from registry.graph_document import TABLES, DocumentReader, Problem
 from registry.migrations import SCHEMA_VERSION, apply_migrations
 from registry.queries import QUERIES
+from registry.rendering import render_stream
+from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
+# A fingerprint of everything that shapes the stored graph: its tables, the load steps and
+# the schema every record is dumped with.
+GRAPH_FORMAT = hashlib.sha256(
+    "".join(text for _, text in QUERIES.folder("graph") + QUERIES.folder("load")).encode()
+    + inspect.getsource(origin_schemas).encode()
+).hexdigest()[:16]
 
 # Each whole-document rule: the constraint that enforces it in the database, and the query
 # that says which lines break it when the constraint cannot be added.
@@ -43,10 +53,12 @@ WHOLE_DOCUMENT_CHECKS: tuple[tuple[str | None, str], ...] = (
 
 READ_MODEL_STEPS = (
     "load/build_origin_rows",
-    "load/build_origin_docs",
+    "load/build_origin_sources",
+    "render",
     "load/build_registry_summary",
     "load/build_filter_counts",
     "load/add_read_indexes",
+    "search_indexes",
 )
 
 
@@ -102,11 +114,20 @@ def load_document(
             _check_whole_document(conn)
             timings["check"] = time.monotonic() - started
             for step in READ_MODEL_STEPS:
-                conn.execute(QUERIES[step])
+                if step == "render":
+                    _render_origin_docs(conn, reader.counts["origin"])
+                elif step == "search_indexes":
+                    _add_search_indexes(conn)
+                else:
+                    conn.execute(QUERIES[step])
             timings["read_model"] = time.monotonic() - started
             conn.execute(
                 QUERIES["load/record_graph_info"],
-                {"schema_version": SCHEMA_VERSION, "counts": orjson.dumps(reader.counts).decode()},
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "format": GRAPH_FORMAT,
+                    "counts": orjson.dumps(reader.counts).decode(),
+                },
             )
             _grant_readers(conn)
             conn.execute(QUERIES["load/analyze_graph_next"])
@@ -161,6 +182,35 @@ def _copy_spools(conn: psycopg.Connection, spools: dict[str, IO[str]]) -> None:
             with cur.copy(statement) as copy:
                 while chunk := spool.read(1 << 20):
                     copy.write(chunk)
+
+
+def _add_search_indexes(conn: psycopg.Connection) -> bool:
+    """Trigram indexes for search where the server has pg_trgm; without it, search scans."""
+    try:
+        with conn.transaction():
+            conn.execute(QUERIES["load/create_search_extension"])
+            conn.execute(QUERIES["load/add_search_indexes"])
+        return True
+    except (
+        errors.FeatureNotSupported,
+        errors.UndefinedFile,
+        errors.UndefinedObject,
+        errors.InsufficientPrivilege,
+    ):
+        return False
+
+
+def _render_origin_docs(conn: psycopg.Connection, origins: int) -> None:
+    """Dump every assembled record through OriginSchema into origin_docs (see rendering.py)."""
+    with tempfile.TemporaryFile() as rendered, conn.cursor() as cur:
+        with cur.copy(QUERIES["load/copy_origin_sources"]) as source:
+            render_stream(source, rendered, origins)
+        conn.execute(QUERIES["load/create_origin_docs"])
+        rendered.seek(0)
+        with cur.copy(QUERIES["load/copy_origin_docs"]) as target:
+            while chunk := rendered.read(1 << 20):
+                target.write(chunk)
+        conn.execute(QUERIES["load/drop_origin_sources"])
 
 
 def _check_whole_document(conn: psycopg.Connection) -> None:

@@ -11,11 +11,20 @@ from registry.search_text import fold_for_search
 
 _INTEGRATION_STATUS = QUERIES["summary/get_integration_status"]
 _REGISTRY_SUMMARY = QUERIES["summary/get_registry_summary"]
-_LIST_ORIGINS = QUERIES["origins/list_origins"]
+_LIST_ALL = QUERIES["origins/list_all_origins"]
+_LIST_BY_FLAGS = QUERIES["origins/list_origins_by_flags"]
+_LIST_BY_NETWORK = QUERIES["origins/list_origins_by_network"]
+_LIST_BY_STATION = QUERIES["origins/list_origins_by_station"]
+_SEARCH = QUERIES["origins/search_origins"]
 _ORIGIN_BY_ID = QUERIES["origins/get_origin_by_id"]
 _ORIGIN_BY_ADDRESS = QUERIES["origins/get_origin_by_address"]
 
 TRANSPORT_BITS = {"iptv": 1, "ovp": 2, "ota": 4, "fast": 8}
+# origin_rows.combo packs the flag filters into one integer (sql/load/build_origin_rows.sql).
+GOVERNED, ALLOCATED, PUBLISHED, HELD = 1, 2, 4, 8
+TRANSPORT_SHIFT = 4
+ALL_COMBOS = range(256)
+_LIKE_ESCAPES = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
 
 
 def _one_value(conn: psycopg.Connection, query: str, params: dict[str, Any] | None = None) -> Any:
@@ -34,39 +43,77 @@ def get_registry_summary(conn: psycopg.Connection) -> dict[str, Any]:
     return _one_value(conn, _REGISTRY_SUMMARY)
 
 
-def get_origin_by_id(conn: psycopg.Connection, origin_uuid: str) -> dict[str, Any] | None:
-    """The record of one origin by its uuid (lower-case), or None."""
+def get_origin_by_id(conn: psycopg.Connection, origin_uuid: str) -> str | None:
+    """The record (JSON text) of one origin by its uuid (lower-case), or None."""
     return _one_value(conn, _ORIGIN_BY_ID, {"origin_uuid": origin_uuid})
 
 
 def get_origin_by_address(
     conn: psycopg.Connection, network: int, station: int, channel: int
-) -> dict[str, Any] | None:
-    """The record of the origin holding network.station.channel, or None."""
+) -> str | None:
+    """The record (JSON text) of the origin holding network.station.channel, or None."""
     return _one_value(
         conn, _ORIGIN_BY_ADDRESS, {"network": network, "station": station, "channel": channel}
     )
 
 
+def matching_combos(filters: dict[str, Any]) -> list[int] | None:
+    """The flag combinations the flag filters admit; None when none of them is given."""
+    tests = []
+    if "governance_state" in filters:
+        wanted = filters["governance_state"] == "governed"
+        tests.append(lambda combo: bool(combo & GOVERNED) == wanted)
+    if "allocation_state" in filters:
+        allocated = filters["allocation_state"] == "allocated"
+        tests.append(lambda combo: bool(combo & ALLOCATED) == allocated)
+    if "publication_status" in filters:
+        state = PUBLISHED if filters["publication_status"] == "published" else HELD
+        tests.append(lambda combo: bool(combo & state))
+    if "transport" in filters:
+        bit = TRANSPORT_BITS[filters["transport"]] << TRANSPORT_SHIFT
+        tests.append(lambda combo: bool(combo & bit))
+    if "has_presentations" in filters:
+        present = filters["has_presentations"]
+        tests.append(lambda combo: (combo >> TRANSPORT_SHIFT != 0) == present)
+    if not tests:
+        return None
+    return [combo for combo in ALL_COMBOS if all(test(combo) for test in tests)]
+
+
+def like_pattern(search: str) -> str:
+    """A LIKE pattern matching the case-folded term literally, anywhere."""
+    return "%" + fold_for_search(search).translate(_LIKE_ESCAPES) + "%"
+
+
 def list_origins(
     conn: psycopg.Connection, filters: dict[str, Any], limit: int, offset: int
-) -> tuple[int, list[dict[str, Any]]]:
-    """(total matching, the records of one page) for the parsed filters."""
-    governance = filters.get("governance_state")
-    allocation = filters.get("allocation_state")
-    search = filters.get("search")
-    params = {
-        "governed": None if governance is None else governance == "governed",
-        "allocated": None if allocation is None else allocation == "allocated",
-        "publication_status": filters.get("publication_status"),
-        "transport_bit": TRANSPORT_BITS.get(filters.get("transport", "")),
-        "has_presentations": filters.get("has_presentations"),
-        "network_id": filters.get("network_id"),
-        "station": filters.get("station_id"),
-        "search": None if search is None else fold_for_search(search),
+) -> tuple[int, list[str]]:
+    """(total matching, one page of records as JSON text) for the parsed filters.
+
+    Each access path is its own SQL file, so every statement has a plan that fits it; each
+    returns the total and the page from one statement, hence one snapshot.
+    """
+    combos = matching_combos(filters)
+    network_id = filters.get("network_id")
+    station = filters.get("station_id")
+    params: dict[str, Any] = {
+        "combos": combos,
+        "network_id": network_id,
+        "station": station,
         "limit": limit,
         "offset": offset,
     }
-    row = conn.execute(_LIST_ORIGINS, params).fetchone()
-    assert row is not None  # an aggregate query always returns its one row
+    if "search" in filters:
+        query = _SEARCH
+        params["pattern"] = like_pattern(filters["search"])
+    elif network_id is not None:
+        query = _LIST_BY_NETWORK
+    elif station is not None:
+        query = _LIST_BY_STATION
+    elif combos is not None:
+        query = _LIST_BY_FLAGS
+    else:
+        query = _LIST_ALL
+    row = conn.execute(query, params).fetchone()
+    assert row is not None  # each of these queries returns exactly one row
     return int(row[0]), row[1]

@@ -6,6 +6,9 @@ OpenAPI document, which is generated from these same classes.
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 from marshmallow import Schema, fields, validate
 
 TRANSPORTS = ("iptv", "ovp", "ota", "fast")
@@ -137,6 +140,23 @@ class OriginSchema(Schema):
     )
 
 
+class RenderedOrigin(fields.Nested):
+    """An Origin already serialized by OriginSchema when the graph was loaded.
+
+    The loader dumps every origin once with OriginSchema (registry/rendering.py) and keeps
+    the JSON; an envelope passes that JSON through untouched instead of rebuilding it per
+    request. A plain dict is still dumped with OriginSchema.
+    """
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(OriginSchema, **kwargs)
+
+    def _serialize(self, nested_obj: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if isinstance(nested_obj, str | bytes):
+            return orjson.Fragment(nested_obj)
+        return super()._serialize(nested_obj, attr, obj, **kwargs)
+
+
 class EnvelopeSchema(Schema):
     """What every successful response starts with."""
 
@@ -149,7 +169,7 @@ class EnvelopeSchema(Schema):
 class OriginEnvelopeSchema(EnvelopeSchema):
     """GET /registry/origins/{originId} and GET /registry/addresses/{address}."""
 
-    origin = fields.Nested(OriginSchema, required=True)
+    origin = RenderedOrigin(required=True)
 
 
 class PageSchema(Schema):
@@ -193,4 +213,4 @@ class OriginListSchema(EnvelopeSchema):
             "(has_presentations a boolean, station_id an integer); page and limit never"
         },
     )
-    origins = fields.List(fields.Nested(OriginSchema), required=True)
+    origins = fields.List(RenderedOrigin(), required=True)

@@ -1,1 +1,1 @@
-"""Hand-written SQL: the schema migrations, the graph tables, the load steps and one query per file."""
+"""Hand-written SQL: migrations, the graph tables, the load steps and one query per file."""

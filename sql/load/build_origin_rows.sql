@@ -2,8 +2,9 @@
 -- (pos: by allocated address as numbers, unallocated last, ties by origin id) and every
 -- flag the listing filters on. transports is a bit set of the transports the origin has a
 -- resolved presentation on (iptv 1, ovp 2, ota 4, fast 8); 0 means no presentation.
--- combo packs every flag filter into one small integer (registry.filter_combos decodes it):
--- governed 1, allocated 2, published 4, held 8, transports shifted left by 4.
+-- combo packs every flag filter into one small integer (registry.repository.matching_combos reads it):
+-- governed 1, allocated 2, published 4, held 8, transports shifted left by 4 (in
+-- parentheses: PostgreSQL gives | and << the same precedence).
 CREATE TABLE origin_rows AS
 WITH edge_counts AS (
     SELECT origin_id, (count(*) FILTER (WHERE active))::integer AS active_edges
@@ -31,7 +32,7 @@ SELECT (row_number() OVER (ORDER BY a.origin_id IS NULL, a.network, a.station, a
        (CASE WHEN coalesce(e.active_edges, 0) > 0 THEN 1 ELSE 0 END
         | CASE WHEN a.origin_id IS NOT NULL THEN 2 ELSE 0 END
         | CASE a.publication_status WHEN 'published' THEN 4 WHEN 'held' THEN 8 ELSE 0 END
-        | coalesce(r.transports, 0) << 4)::smallint AS combo,
+        | (coalesce(r.transports, 0) << 4))::smallint AS combo,
        o.network_id,
        o.name_key,
        o.registry_key

@@ -1,4 +1,5 @@
--- Returns the record (doc) of the origin holding network.station.channel, or no row.
+-- Returns the record (doc: JSON text, as OriginSchema dumped it at load time) of the
+-- origin holding network.station.channel, or no row.
 -- Served by origin_rows_address_idx, then the primary key of origin_docs.
 SELECT d.doc
 FROM graph.origin_rows AS r

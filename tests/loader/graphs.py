@@ -117,7 +117,7 @@ def graph_state(conninfo: str) -> dict[str, Any]:
         return {
             "origin_rows": conn.execute("SELECT count(*) FROM graph.origin_rows").fetchone(),
             "total": total,
-            "origins": origins,
+            "origins": [orjson.loads(origin) for origin in origins],
             "summary": repository.get_registry_summary(conn),
             "integration_status": repository.get_integration_status(conn),
             "graph_info": conn.execute("SELECT loaded_at, counts FROM graph.graph_info").fetchall(),

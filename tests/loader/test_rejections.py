@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import psycopg
 import pytest
 
@@ -470,6 +471,12 @@ def test_at_most_20_whole_document_problems_are_listed_then_a_count(
     assert rejected.report().splitlines()[20:] == ["... and 10 more problem(s)"]
 
 
+def origin_record(rendered: str | None) -> dict[str, Any]:
+    """An origin's stored record, decoded (the repository returns the JSON the API sends)."""
+    assert rendered is not None
+    return orjson.loads(rendered)
+
+
 def origin_ids(conninfo: str) -> list[str]:
     """The ids of the live graph's origins, in listing order."""
     state = graph_state(conninfo)
@@ -491,8 +498,7 @@ def test_upper_case_origin_ids_are_accepted_and_lower_cased(scratch_db: str) -> 
     load(scratch_db, document(records))
     assert sorted(origin_ids(scratch_db)) == sorted([ORIGIN_ID, OTHER_ORIGIN_ID])
     with psycopg_connect(scratch_db) as conn:
-        found = repository.get_origin_by_id(conn, ORIGIN_UUID)
-    assert found is not None
+        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID))
     assert found["origin"]["id"] == ORIGIN_ID
     assert found["governance"]["active_edges"] == 1
     assert found["bans"]["address"] == "1.2.3"
@@ -526,8 +532,9 @@ def test_held_reason_may_be_left_out(scratch_db: str) -> None:
     """held_reason is the one optional field: without it a held allocation has no reason."""
     load(scratch_db, edited(HELD_LINE, held_reason=DROP))
     with psycopg_connect(scratch_db) as conn:
-        found = repository.get_origin_by_id(conn, OTHER_ORIGIN_ID.removeprefix("svc:origin:"))
-    assert found is not None
+        found = origin_record(
+            repository.get_origin_by_id(conn, OTHER_ORIGIN_ID.removeprefix("svc:origin:"))
+        )
     assert found["bans"]["held"] == {"at": "2026-01-02T03:04:05Z", "reason": None}
 
 
@@ -544,6 +551,5 @@ def test_strings_keep_every_character(scratch_db: str) -> None:
     name = "tab\there\nnew line\\N back\\slash \\. \r ünï ✓ 🎉 ' \" %_"
     load(scratch_db, edited(ORIGIN, name=name, registry_id="\\N"))
     with psycopg_connect(scratch_db) as conn:
-        found = repository.get_origin_by_id(conn, ORIGIN_UUID)
-    assert found is not None
+        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID))
     assert (found["origin"]["name"], found["origin"]["registry_id"]) == (name, "\\N")

@@ -1,10 +1,11 @@
--- Each origin's whole record (the spec's Origin), assembled once per load, keyed by pos.
+-- Each origin's whole record (the spec's Origin), assembled once per load, keyed by pos;
+-- registry/rendering.py then dumps each through OriginSchema into origin_docs.
 -- Presentations are ordered by carriage_id in plain code-point order (COLLATE "C").
 -- held.at is RFC 3339 in UTC, with fractional seconds only when there are any.
-CREATE TABLE origin_docs AS
+CREATE TABLE origin_sources AS
 WITH presentations AS (
     SELECT c.origin_id,
-           jsonb_agg(jsonb_build_object('carriage_id', c.id, 'transport', c.transport,
+           json_agg(json_build_object('carriage_id', c.id, 'transport', c.transport,
                                         'provider', c.provider, 'source', c.source,
                                         'availability', c.availability)
                      ORDER BY c.id COLLATE "C") AS items
@@ -13,35 +14,35 @@ WITH presentations AS (
     GROUP BY c.origin_id
 )
 SELECT r.pos,
-       jsonb_build_object(
-           'origin', jsonb_build_object(
+       json_build_object(
+           'origin', json_build_object(
                'id', 'svc:origin:' || o.id,
                'name', o.name,
                'registry_id', o.registry_id,
-               'network', jsonb_build_object('id', o.network_id, 'name', n.name)),
-           'governance', jsonb_build_object(
+               'network', json_build_object('id', o.network_id, 'name', n.name)),
+           'governance', json_build_object(
                'state', CASE WHEN r.governed THEN 'governed' ELSE 'ungoverned' END,
                'active_edges', r.active_edges),
            'bans', CASE WHEN a.origin_id IS NULL THEN
-               jsonb_build_object('allocated', false, 'address', null, 'network', null,
+               json_build_object('allocated', false, 'address', null, 'network', null,
                                   'station', null, 'channel', null,
                                   'publication_status', null, 'held', null)
            ELSE
-               jsonb_build_object(
+               json_build_object(
                    'allocated', true,
                    'address', concat_ws('.', a.network, a.station, a.channel),
                    'network', a.network,
                    'station', a.station,
                    'channel', a.channel,
                    'publication_status', a.publication_status,
-                   'held', CASE WHEN a.publication_status = 'held' THEN jsonb_build_object(
+                   'held', CASE WHEN a.publication_status = 'held' THEN json_build_object(
                        'at', to_char(a.held_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
                              || CASE WHEN date_trunc('second', a.held_at) = a.held_at THEN ''
                                      ELSE to_char(a.held_at AT TIME ZONE 'UTC', '.US') END
                              || 'Z',
                        'reason', a.held_reason) END)
            END,
-           'presentations', coalesce(p.items, '[]'::jsonb)) AS doc
+           'presentations', coalesce(p.items, '[]'::json)) AS doc
 FROM origin_rows AS r
 JOIN origins AS o ON o.id = r.id
 LEFT JOIN networks AS n ON n.id = o.network_id

@@ -1,0 +1,2 @@
+-- Receives the rendered records.
+COPY origin_docs (pos, doc) FROM STDIN;

@@ -1,0 +1,2 @@
+-- The assembled records are no longer needed once rendered.
+DROP TABLE origin_sources;
