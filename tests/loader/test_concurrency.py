@@ -250,9 +250,6 @@ def test_readers_see_the_old_graph_or_the_new_one_never_a_mix(
         ]
         # the old graph kept being served while the new one was built
         assert "old" in during, f"no old answer during the {finished - started:.1f} s load"
-        slowest = max(read.finished - read.started for read in reader.reads)
-        # the pool's checkout wait plus a statement: readers are never queued behind the load
-        assert slowest < 2.0, f"a read took {slowest:.2f} s during the load"
 
 
 def test_a_failed_load_leaves_the_old_graph_served_throughout(
