@@ -781,9 +781,7 @@ def test_jwks_down_from_the_start_is_503(
     url = auth_jwks_server.url
     auth_jwks_server.stop()
     client = client_of(_jwks_app(auth_app_factory, url, FakeClock()))
-    started = time.monotonic()
     response = client.get("/registry/summary", headers=_signed(auth_keys.rsa, "RS256", "rsa-1"))
-    assert time.monotonic() - started < 5
     assert response.status_code == 503
     assert response.get_json() == {"success": False, "error": "Service Unavailable"}
     assert response.headers["Retry-After"] == "2"
