@@ -1,9 +1,11 @@
 -- Returns one row: total (every origin) and origins (the records of positions
 -- offset+1 .. offset+limit, as JSON text). No filter: the total is the sum of the per-
 -- combination counts built at load time, and a page is a range of the primary key of
--- origin_docs, so the first and the last page cost the same.
+-- origin_docs, so the first and the last page cost the same. The casts matter: psycopg
+-- sends a small Python int as smallint, and offset + limit would overflow there.
 SELECT (SELECT coalesce(sum(n), 0) FROM graph.combo_counts)::bigint AS total,
        ARRAY(SELECT d.doc
              FROM graph.origin_docs AS d
-             WHERE d.pos > %(offset)s AND d.pos <= %(offset)s + %(limit)s
+             WHERE d.pos > %(offset)s::bigint
+               AND d.pos <= %(offset)s::bigint + %(limit)s::integer
              ORDER BY d.pos) AS origins;

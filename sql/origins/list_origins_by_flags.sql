@@ -14,7 +14,7 @@ WITH blocks AS (
 ), start AS (
     SELECT block, before
     FROM before_each
-    WHERE before <= %(offset)s
+    WHERE before <= %(offset)s::bigint
     ORDER BY block DESC
     LIMIT 1
 ), page AS (
@@ -23,7 +23,7 @@ WITH blocks AS (
     WHERE r.pos > (SELECT block FROM start) * 4096
       AND r.combo = ANY (%(combos)s::smallint[])
     ORDER BY r.pos
-    LIMIT %(limit)s OFFSET %(offset)s - (SELECT before FROM start)
+    LIMIT %(limit)s::integer OFFSET %(offset)s::bigint - (SELECT before FROM start)
 )
 SELECT (SELECT coalesce(sum(n), 0) FROM graph.combo_counts
         WHERE combo = ANY (%(combos)s::smallint[]))::bigint AS total,

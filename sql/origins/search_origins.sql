@@ -12,7 +12,7 @@ WITH matching AS MATERIALIZED (
       AND (%(station)s::integer IS NULL OR r.address_station = %(station)s::integer)
       AND (%(combos)s::smallint[] IS NULL OR r.combo = ANY (%(combos)s::smallint[]))
 ), page AS (
-    SELECT pos FROM matching ORDER BY pos LIMIT %(limit)s OFFSET %(offset)s
+    SELECT pos FROM matching ORDER BY pos LIMIT %(limit)s::integer OFFSET %(offset)s::bigint
 )
 SELECT (SELECT count(*) FROM matching) AS total,
        ARRAY(SELECT d.doc

@@ -343,6 +343,29 @@ def test_pages(filters_api: CheckedClient, page: int, limit: int, expected_keys:
     }
 
 
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {},
+        {"governance_state": "governed"},
+        {"transport": "iptv"},
+        {"search": "a"},
+        {"station_id": "2"},
+        {"network_id": "svc:network:n1"},
+    ],
+    ids=lambda filters: ",".join(filters) or "no filter",
+)
+@pytest.mark.parametrize("page", ["164", "200", "10737419", "2147483647"])
+def test_deep_pages_on_every_access_path(
+    filters_api: CheckedClient, filters: dict[str, str], page: str
+):
+    """Offsets past the smallint and integer ranges: 200, no origins, the true total."""
+    body = listing(filters_api, {**filters, "page": page, "limit": "200"})
+    assert body["origins"] == []
+    assert body["page"]["offset"] == (int(page) - 1) * 200
+    assert body["page"]["total"] == listing(filters_api, filters)["page"]["total"]
+
+
 def test_page_past_the_end_with_filters(filters_api: CheckedClient):
     """Past the end of a filtered listing: the filtered total still."""
     body = listing(filters_api, {"transport": "iptv", "page": "5", "limit": "1"})
