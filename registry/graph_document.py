@@ -310,14 +310,12 @@ def check_record(line: int, record: Any) -> tuple[str, list[Any]] | list[Problem
 
 
 def _check_allocation(line: int, values: list[Any]) -> list[Problem]:
-    """The held fields follow publication_status."""
-    status, held_at, reason = values[4], values[5], values[6]
+    """held_at follows publication_status; a reason without a hold is kept but never shown."""
+    status, held_at = values[4], values[5]
     if status == "held" and held_at is None:
         return [Problem(line, "held_at", "is required when publication_status is held")]
     if status != "held" and held_at is not None:
         return [Problem(line, "held_at", "must be null unless publication_status is held")]
-    if status != "held" and reason is not None:
-        return [Problem(line, "held_reason", "must be null unless publication_status is held")]
     return []
 
 

@@ -39,8 +39,7 @@ CREATE TABLE allocations (
     held_reason text,
     source_line integer NOT NULL,
     CONSTRAINT held_has_time CHECK (
-        CASE WHEN publication_status = 'held' THEN held_at IS NOT NULL
-             ELSE held_at IS NULL AND held_reason IS NULL END
+        CASE WHEN publication_status = 'held' THEN held_at IS NOT NULL ELSE held_at IS NULL END
     )
 );
 

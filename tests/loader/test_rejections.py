@@ -282,11 +282,6 @@ ALLOCATION_CASES = [
     case("held_at-when-no-status",
          edited(ALLOCATION, publication_status=None, held_at="2026-01-02T03:04:05Z"),
          ALLOCATION, "held_at", "must be null"),
-    case("held_reason-when-published", edited(ALLOCATION, held_reason="licence"),
-         ALLOCATION, "held_reason", "must be null"),
-    case("held_reason-when-no-status",
-         edited(ALLOCATION, publication_status=None, held_reason="licence"),
-         ALLOCATION, "held_reason", "must be null"),
 ] + [
     case(f"held_at-{label}", edited(HELD_LINE, held_at=value), HELD_LINE, "held_at",
          "date-time")
@@ -526,6 +521,15 @@ def test_empty_document_loads_an_empty_graph(scratch_db: str) -> None:
     assert state["integration_status"] is None
     assert state["summary"]["canonical_origins"] == 0
     assert state["summary"]["catalog_carriages"] is None
+
+
+def test_held_reason_without_a_hold_loads_and_is_not_shown(scratch_db: str) -> None:
+    """The contract lets held_reason be any string or null; only a hold shows it."""
+    load(scratch_db, edited(ALLOCATION, held_reason="licence"))
+    with psycopg_connect(scratch_db) as conn:
+        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID))
+    assert found["bans"]["publication_status"] != "held"
+    assert found["bans"]["held"] is None
 
 
 def test_held_reason_may_be_left_out(scratch_db: str) -> None:

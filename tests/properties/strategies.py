@@ -108,10 +108,8 @@ def allocation_records(draw: st.DrawFn, origin_id: str, address: tuple[int, int,
         "publication_status": status,
         "held_at": draw(rfc3339_date_times()) if status == "held" else None,
     }
-    # held_reason is the one optional field: absent, null, or (when held) a reason.
-    reason = draw(
-        st.sampled_from(("absent", "null", "text") if status == "held" else ("absent", "null"))
-    )
+    # held_reason is the one optional field: absent, null or a reason (shown only when held).
+    reason = draw(st.sampled_from(("absent", "null", "text")))
     if reason == "null":
         record["held_reason"] = None
     elif reason == "text":
