@@ -20,7 +20,7 @@ from registry.db import resolve_database_url, with_database
 from registry.loading import load_document
 from registry.settings import load_settings
 
-EXAMPLES = Path(__file__).resolve().parent.parent.parent / "shared" / "examples"
+# The contract's worked example and its answers, kept with the tests.
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 
@@ -74,13 +74,13 @@ def load_records(conninfo: str, records: list[dict[str, Any]] | bytes) -> None:
 @pytest.fixture(scope="session")
 def example_document() -> bytes:
     """The contract's worked example."""
-    return (EXAMPLES / "small-graph.jsonl").read_bytes()
+    return (FIXTURES / "small-graph.jsonl").read_bytes()
 
 
 @pytest.fixture(scope="session")
 def example_expected() -> dict[str, Any]:
     """The contract's answers for the worked example."""
-    return orjson.loads((EXAMPLES / "small-graph.expected.json").read_bytes())
+    return orjson.loads((FIXTURES / "small-graph.expected.json").read_bytes())
 
 
 @pytest.fixture(scope="session")
