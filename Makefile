@@ -39,3 +39,15 @@ clean:
 bench: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python -m registry.benchmark --origins $(ORIGINS)
+
+## make loadtest [ORIGINS=100000]: 60 s of mixed URLs through nginx at 64 connections (wrk)
+loadtest: install
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
+	$(BIN)/python -m registry.loadtest load --origins $(ORIGINS)
+
+## make faulttest [ORIGINS=100000]: the same load while a private PostgreSQL stops for 10 s
+faulttest: install
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
+	$(BIN)/python -m registry.loadtest fault --origins $(ORIGINS)

@@ -8,9 +8,10 @@ from typing import Any
 
 from flask import Flask
 
-from registry import db, openapi, operator, public
+from registry import db, health, openapi, operator, public
 from registry.auth import register_auth
 from registry.errors import register_errorhandlers
+from registry.request_log import register_request_logging
 from registry.responses import OrjsonProvider
 from registry.settings import DEFAULTS, settings_from_environ
 
@@ -24,6 +25,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config.update(config)
     app.json = OrjsonProvider(app)
     configure_logger(app)
+    register_request_logging(app)
     db.init_app(app)
     register_auth(app)
     register_blueprints(app)
@@ -32,10 +34,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def register_blueprints(app: Flask) -> None:
-    """The public surface, the registry surface and the OpenAPI document."""
+    """The public surface, the registry surface, the OpenAPI document and the health probes."""
     app.register_blueprint(public.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(openapi.bp)
+    app.register_blueprint(health.bp)
 
 
 def configure_logger(app: Flask) -> None:

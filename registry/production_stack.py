@@ -1,0 +1,333 @@
+"""The production set-up on loopback, for the end-to-end tests and `make loadtest`/`faulttest`.
+
+Three parts, each started as operators start it and stopped cleanly:
+
+- gunicorn: `gunicorn wsgi:app` from the repository root, configured by gunicorn.conf.py, its
+  output in a file (a pipe nobody reads would fill up with request lines and block workers);
+- nginx: deploy/nginx.conf as it ships, with only the upstream, listen and access-log lines
+  pointed at this run, wrapped in a minimal main configuration under a temporary prefix and
+  run in the foreground;
+- a private PostgreSQL: the embedded server (pgserver) under a state folder of its own, which
+  can be stopped and started again without touching any server someone else uses.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from registry.embedded_postgres import embedded_database_url
+
+REPO = Path(__file__).resolve().parent.parent
+NGINX_SITE = REPO / "deploy" / "nginx.conf"
+PREFIX = "/v1"
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: float = 30) -> None:
+    """Wait until something accepts connections on port, failing early if process died."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on port {port} within {seconds} s")
+
+
+def stop_process(process: subprocess.Popen, seconds: float = 30) -> None:
+    """SIGTERM (a graceful stop for gunicorn and nginx), then SIGKILL if it will not go."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- gunicorn --------------------------------------------------------------------------------
+
+
+@dataclass
+class Gunicorn:
+    """A running `gunicorn wsgi:app` and where to reach it."""
+
+    port: int
+    process: subprocess.Popen
+    log_path: Path
+
+    @property
+    def base(self) -> str:
+        """Its URL, no trailing slash."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        """Everything it has printed so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def worker_pids(self) -> set[int]:
+        """The process ids of its workers now."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return {int(pid) for pid in children.read_text().split()}
+
+    def stop(self) -> str:
+        """Stop it gracefully and return what it printed."""
+        stop_process(self.process)
+        return self.output()
+
+
+def start_gunicorn(
+    env_extra: dict[str, str], log_path: Path, workers: int | None = None
+) -> Gunicorn:
+    """gunicorn wsgi:app from the repository root on a free port; returns once it answers."""
+    port = free_port()
+    env = {**os.environ, "REGISTRY_BIND": f"127.0.0.1:{port}", **env_extra}
+    if workers is not None:
+        env["REGISTRY_WORKERS"] = str(workers)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "wsgi:app"],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    server = Gunicorn(port, process, log_path)
+    try:
+        wait_for_port(port, process, "gunicorn", seconds=60)
+        _wait_for_http(server.base + "/healthz", process)
+        if workers is not None:
+            _wait_for_workers(server, workers)
+    except BaseException:
+        stop_process(process)
+        raise
+    return server
+
+
+def _wait_for_workers(server: Gunicorn, count: int, seconds: float = 60) -> None:
+    """Wait until gunicorn has booted all its workers (the first one answers before the rest)."""
+    deadline = time.monotonic() + seconds
+    while len(server.worker_pids()) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"gunicorn did not boot {count} workers within {seconds} s")
+        time.sleep(0.05)
+
+
+def _wait_for_http(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
+    """Poll url until it answers 200, failing early if the server died."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (OSError, urllib.error.HTTPError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer 200 within {seconds} s")
+
+
+# -- nginx -----------------------------------------------------------------------------------
+
+
+def nginx_binary() -> str | None:
+    """The nginx executable on PATH (or Debian's /usr/sbin/nginx), if there is one."""
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+
+
+def _replace_once(text: str, pattern: str, replacement: str) -> str:
+    """Replace the one line matching pattern; fail loudly if the file no longer has it."""
+    result, count = re.subn(pattern, replacement, text, flags=re.M)
+    if count != 1:
+        raise RuntimeError(f"deploy/nginx.conf: expected one line matching {pattern!r}")
+    return result
+
+
+def render_site(upstream_port: int, listen_port: int, access_log: str) -> str:
+    """deploy/nginx.conf with its upstream, listen and access-log lines pointed at this run."""
+    text = NGINX_SITE.read_text()
+    text = _replace_once(
+        text, r"^(\s*)server 127\.0\.0\.1:\d+;", rf"\g<1>server 127.0.0.1:{upstream_port};"
+    )
+    text = _replace_once(text, r"^(\s*)listen \d+;", rf"\g<1>listen 127.0.0.1:{listen_port};")
+    return _replace_once(
+        text, r"^(\s*)access_log \S+ registry_json;", rf"\g<1>access_log {access_log};"
+    )
+
+
+def main_config(prefix: Path, site: Path, worker_processes: str) -> str:
+    """A minimal nginx.conf around the site, with every writable path under prefix."""
+    temp = {
+        name: prefix / "temp" / name
+        for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    }
+    for path in temp.values():
+        path.mkdir(parents=True, exist_ok=True)
+    # As root, nginx's workers would switch to Debian's www-data, which may not reach a
+    # private temporary folder; keep them as the user running the test instead.
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    return (
+        f"{user}worker_processes {worker_processes};\n"
+        "events { worker_connections 1024; }\n"
+        "http {\n"
+        f"    client_body_temp_path {temp['client_body']};\n"
+        f"    proxy_temp_path {temp['proxy']};\n"
+        f"    fastcgi_temp_path {temp['fastcgi']};\n"
+        f"    uwsgi_temp_path {temp['uwsgi']};\n"
+        f"    scgi_temp_path {temp['scgi']};\n"
+        f"    include {site};\n"
+        "}\n"
+    )
+
+
+@dataclass
+class Nginx:
+    """A running nginx in front of one gunicorn."""
+
+    port: int
+    process: subprocess.Popen
+    prefix: Path
+
+    @property
+    def base(self) -> str:
+        """The API's URL through nginx: the /v1 prefix, no trailing slash."""
+        return f"http://127.0.0.1:{self.port}{PREFIX}"
+
+    @property
+    def root(self) -> str:
+        """nginx's own root URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def error_output(self) -> str:
+        """What nginx wrote to its error log."""
+        path = self.prefix / "error.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """Stop it (SIGTERM: fast shutdown)."""
+        stop_process(self.process)
+
+
+def start_nginx(
+    prefix: Path, upstream_port: int, worker_processes: str = "1", access_log: bool = False
+) -> Nginx:
+    """nginx in the foreground with deploy/nginx.conf in front of 127.0.0.1:upstream_port."""
+    binary = nginx_binary()
+    if binary is None:
+        raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
+    prefix.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = f"{prefix / 'access.log'} registry_json" if access_log else "off"
+    site = prefix / "registry.conf"
+    site.write_text(render_site(upstream_port, port, log))
+    conf = prefix / "nginx.conf"
+    conf.write_text(main_config(prefix, site, worker_processes))
+    directives = f"daemon off; pid {prefix / 'nginx.pid'}; error_log {prefix / 'error.log'} warn;"
+    check = subprocess.run(
+        [binary, "-t", "-q", "-p", str(prefix), "-c", str(conf), "-g", directives],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode != 0:
+        raise RuntimeError(f"nginx -t refused the configuration:\n{check.stderr}")
+    process = subprocess.Popen(
+        [binary, "-p", str(prefix), "-c", str(conf), "-g", directives],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = Nginx(port, process, prefix)
+    try:
+        wait_for_port(port, process, "nginx")
+    except BaseException:
+        stop_process(process)
+        raise
+    return server
+
+
+# -- a private PostgreSQL --------------------------------------------------------------------
+
+
+def pgserver_folder() -> Path:
+    """The installed pgserver package's folder (its PostgreSQL is under pginstall/)."""
+    # pgserver warns at import time when XDG_RUNTIME_DIR is unset; harmless here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    return Path(pgserver.__file__).parent
+
+
+@dataclass
+class PrivatePostgres:
+    """The embedded server under a state folder of its own, which this process may stop."""
+
+    state_dir: Path
+    url: str = ""
+    _socket_dir: str = field(default="", repr=False)
+
+    @property
+    def pgdata(self) -> Path:
+        """The server's data folder."""
+        return self.state_dir / "pgdata"
+
+    def start(self) -> None:
+        """Start the server: the first time through pgserver (initdb), later with pg_ctl."""
+        if not self.url:
+            self.url = embedded_database_url(self.state_dir)
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+            self._socket_dir = lines[4]
+            return
+        # pgserver's own options: no TCP listener, the socket in the same folder as before
+        # (so the URL stays valid).
+        self._pg_ctl(
+            "-w", "-t", "20", "-o", '-h ""', "-o", f"-k {shlex.quote(self._socket_dir)}",
+            "-l", str(self.pgdata / "log"), "start",
+        )  # fmt: skip
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (fast: active sessions are disconnected, as in an outage)."""
+        if (self.pgdata / "postmaster.pid").exists():
+            self._pg_ctl("-w", "-t", "20", "-m", mode, "stop")
+
+    def _pg_ctl(self, *args: str) -> None:
+        """Run pgserver's pg_ctl on this data folder, as the user that owns it."""
+        binary = pgserver_folder()
+        # pgserver runs the server as its own user when started by root.
+        user = "pgserver" if os.geteuid() == 0 else None
+        # Output to a file, not a pipe: the server it starts must not inherit a pipe.
+        with tempfile.TemporaryFile() as output:
+            result = subprocess.run(
+                [str(binary / "pginstall" / "bin" / "pg_ctl"), "-D", str(self.pgdata), *args],
+                user=user,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                timeout=60,
+            )
+            if result.returncode != 0:
+                output.seek(0)
+                message = output.read().decode(errors="replace")
+                raise RuntimeError(f"pg_ctl {' '.join(args)} failed:\n{message}")

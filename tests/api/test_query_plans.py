@@ -1,0 +1,319 @@
+"""The request-time queries keep their indexes: EXPLAIN at 100,000 origins, not a timing.
+
+Each test runs a repository function for real, takes the one statement and the parameters it
+sent, and EXPLAINs exactly that on a connection set up like the service's. A sequential scan
+of a big table fails the test, so a lost index or a rewritten query is caught before a
+benchmark (or production) notices it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import psycopg
+import pytest
+
+from registry import repository
+from registry.db import connection_kwargs
+from registry.demo import write_demo_document
+from registry.loading import load_document
+from registry.queries import QUERIES
+from registry.settings import load_settings
+from schemas.params import parse_origin_list_query
+
+ORIGINS = 100_000
+SEED = 7
+
+# Tables whose rows grow with the graph (per origin, edge, allocation or carriage): a
+# sequential scan of any of them costs time in proportion to the graph, on every request.
+BIG_TABLES = frozenset(
+    {"origins", "origin_rows", "origin_docs", "carriages", "governance_edges", "allocations"}
+)
+# The only tables a plan may read with a sequential scan. Each is built at load time and stays
+# small however many origins there are, so reading it whole costs less than an index would:
+# - combo_counts: one row per flag combination present (at most 256; 64 in the demo graph);
+# - block_combo_counts: one row per block of 4096 positions and combination present (918 at
+#   100,000 origins); the flag listing sums it to find the block a deep page starts in;
+# - station_combo_counts: one row per station and combination; stations are few (about 60
+#   in the demo graph, 2,048 rows), whatever the number of origins;
+# - registry_summary, feed, graph_info: one row each.
+# network_combo_counts is left out on purpose: it has a row per network and combination
+# (42,535 at 100,000 origins), so it grows with the graph; no request-time query reads it
+# today, and one that starts to should go through network_combo_counts_idx.
+# Any other table (networks, say) fails too: a new scan should be a decision, not an accident.
+SMALL_TABLES = frozenset(
+    {
+        "combo_counts",
+        "block_combo_counts",
+        "station_combo_counts",
+        "registry_summary",
+        "feed",
+        "graph_info",
+    }
+)
+# Selected with the other database tests (-m db), the coverage check included.
+pytestmark = pytest.mark.db
+
+HAS_TRIGRAMS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_trgm')"
+
+
+class RecordingConnection(psycopg.Connection[Any]):
+    """A real connection that also keeps each statement it runs, with its parameters."""
+
+    ran: list[tuple[str, Any]]
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        """Remember the statement, then run it as usual."""
+        self.ran.append((query, params))
+        return super().execute(query, params, **kwargs)
+
+
+@dataclass(frozen=True)
+class PlanGraph:
+    """The loaded demo graph, a service-like connection to it, and values worth asking for."""
+
+    conn: RecordingConnection
+    has_trigrams: bool
+    targets: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def plan_graph(database_factory: Callable[[], str]) -> Iterator[PlanGraph]:
+    """A fresh database holding the 100,000-origin demo graph, loaded once for the module."""
+    conninfo = database_factory()
+    with tempfile.TemporaryFile() as document:
+        write_demo_document(document, ORIGINS, SEED)
+        document.seek(0)
+        with psycopg.connect(conninfo, autocommit=True) as loader:
+            load_document(loader, document)
+    # The service's own session settings (autocommit, read-only, statement timeout), so the
+    # planner sees what it sees in production.
+    kwargs = connection_kwargs(load_settings(), conninfo)
+    with RecordingConnection.connect(conninfo, **kwargs) as conn:
+        conn.ran = []
+        has_trigrams = bool(conn.execute(HAS_TRIGRAMS).fetchone()[0])
+        yield PlanGraph(conn, has_trigrams, _targets(conn))
+
+
+def _targets(conn: RecordingConnection) -> dict[str, str]:
+    """An origin from the middle, an address held, the largest network and stations in use."""
+    row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
+    origin_id, address, network_id = row[0], row[1], row[2]
+    # A station that the largest network's origins actually hold, for network+station.
+    _, page = repository.list_origins(conn, {"network_id": network_id}, 200, 0)
+    held = [orjson.loads(doc)["bans"] for doc in page]
+    network_station = next(bans["station"] for bans in held if bans["allocated"])
+    return {
+        "origin_uuid": origin_id.removeprefix("svc:origin:"),
+        "address": address,
+        "network_id": network_id,
+        "station": address.split(".")[1],
+        "network_station": str(network_station),
+    }
+
+
+def statement_of(conn: RecordingConnection, call: Callable[[], Any]) -> tuple[str, Any]:
+    """The one statement, with its parameters, that call sent on conn."""
+    conn.ran.clear()
+    call()
+    assert len(conn.ran) == 1, f"expected one statement, ran {len(conn.ran)}"
+    return conn.ran[0]
+
+
+def explain(conn: psycopg.Connection[Any], query: str, params: Any) -> dict[str, Any]:
+    """The root node of the plan PostgreSQL picks for query with these parameters."""
+    row = conn.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchone()
+    assert row is not None
+    return row[0][0]["Plan"]
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of the plan tree, init plans and sub plans included."""
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from nodes(child)
+
+
+def seq_scanned(plan: dict[str, Any]) -> set[str]:
+    """The tables the plan reads with a sequential scan (parallel ones included)."""
+    return {node["Relation Name"] for node in nodes(plan) if node["Node Type"] == "Seq Scan"}
+
+
+def outline(plan: dict[str, Any], depth: int = 0) -> str:
+    """The plan as indented lines (node, table, index, estimated rows), for failure messages."""
+    parts = [plan["Node Type"]]
+    if "Relation Name" in plan:
+        parts.append(f"on {plan['Relation Name']}")
+    if "Index Name" in plan:
+        parts.append(f"using {plan['Index Name']}")
+    for key in ("Index Cond", "Filter", "Recheck Cond"):
+        if key in plan:
+            parts.append(f"[{key}: {plan[key]}]")
+    parts.append(f"rows={plan['Plan Rows']}")
+    lines = ["  " * depth + " ".join(parts)]
+    lines.extend(outline(child, depth + 1) for child in plan.get("Plans", ()))
+    return "\n".join(lines)
+
+
+def assert_no_big_seq_scan(
+    plan: dict[str, Any], query_name: str, params: Any, tolerated: frozenset[str] = frozenset()
+) -> None:
+    """Fail, showing query, parameters and plan, on a seq scan of a table not small or tolerated."""
+    scanned = seq_scanned(plan)
+    message = f"{query_name} seq-scans {sorted(scanned)} with {params!r}:\n{outline(plan)}"
+    assert scanned & BIG_TABLES <= tolerated, message
+    assert scanned <= SMALL_TABLES | tolerated, message
+
+
+def listing_statement(graph: PlanGraph, args: dict[str, str], last: bool) -> tuple[str, Any]:
+    """The statement list_origins sends for these query-string arguments (first or last page)."""
+    given = {name: [value.format(**graph.targets)] for name, value in args.items()}
+    filters = parse_origin_list_query(given)
+    page, limit = filters.pop("page"), filters.pop("limit")
+    # The page and offset arithmetic of GET /registry/origins.
+    offset = (page - 1) * limit
+    total, _ = repository.list_origins(graph.conn, filters, limit, offset)
+    if last:
+        offset = (max(1, -(-total // limit)) - 1) * limit
+    return statement_of(
+        graph.conn, lambda: repository.list_origins(graph.conn, filters, limit, offset)
+    )
+
+
+FLAG_VALUES = {
+    "governance_state": ("governed", "ungoverned"),
+    "allocation_state": ("allocated", "unallocated"),
+    "publication_status": ("published", "held"),
+    "transport": ("iptv", "ovp", "ota", "fast"),
+    "has_presentations": ("true", "false"),
+}
+ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
+NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
+SEARCH = "origins/search_origins"
+# Values in braces are filled from the loaded graph (PlanGraph.targets).
+LISTINGS = [
+    pytest.param({}, False, ALL, id="all-first-page"),
+    pytest.param({}, True, ALL, id="all-last-page"),
+    *(
+        pytest.param({name: value}, False, FLAGS, id=f"{name}={value}")
+        for name, values in FLAG_VALUES.items()
+        for value in values
+    ),
+    # The demo graph has no OTA carriage: a combination that matches nothing.
+    pytest.param(
+        {"governance_state": "governed", "transport": "ota"}, False, FLAGS, id="governed+ota"
+    ),
+    pytest.param(
+        {"allocation_state": "allocated", "has_presentations": "true"},
+        False,
+        FLAGS,
+        id="allocated+has_presentations",
+    ),
+    pytest.param(
+        {"allocation_state": "allocated", "has_presentations": "true"},
+        True,
+        FLAGS,
+        id="allocated+has_presentations-last-page",
+    ),
+    pytest.param({"governance_state": "ungoverned"}, True, FLAGS, id="ungoverned-last-page"),
+    pytest.param({"network_id": "{network_id}"}, False, NETWORK, id="largest-network"),
+    pytest.param({"network_id": "{network_id}"}, True, NETWORK, id="largest-network-last-page"),
+    pytest.param({"station_id": "{station}"}, False, STATION, id="station"),
+    pytest.param({"station_id": "{station}"}, True, STATION, id="station-last-page"),
+    pytest.param(
+        {"network_id": "{network_id}", "station_id": "{network_station}"},
+        False,
+        NETWORK,
+        id="network+station",
+    ),
+    pytest.param(
+        {"station_id": "{station}", "governance_state": "governed"},
+        False,
+        STATION,
+        id="station+governed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "last", "query_name"), LISTINGS)
+def test_listing_uses_indexes(
+    plan_graph: PlanGraph, args: dict[str, str], last: bool, query_name: str
+) -> None:
+    """Each listing path runs its own file and scans no big table, first page or last."""
+    query, params = listing_statement(plan_graph, args, last)
+    assert query == QUERIES[query_name]
+    assert_no_big_seq_scan(explain(plan_graph.conn, query, params), query_name, params)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param({"search": "news"}, id="news"),
+        pytest.param({"search": "News", "governance_state": "governed"}, id="news+governed"),
+        pytest.param({"search": "news", "network_id": "{network_id}"}, id="news+network"),
+    ],
+)
+def test_search_uses_trigram_indexes(plan_graph: PlanGraph, args: dict[str, str]) -> None:
+    """Search scans no big table where pg_trgm is installed; without it, only origin_rows."""
+    query, params = listing_statement(plan_graph, args, last=False)
+    assert query == QUERIES[SEARCH]
+    plan = explain(plan_graph.conn, query, params)
+    if plan_graph.has_trigrams:
+        assert_no_big_seq_scan(plan, SEARCH, params)
+    else:
+        # Without trigram indexes the LIKE has nothing to use: one pass over the narrow
+        # origin_rows is the documented cost (search_origins.sql), and nothing more.
+        assert_no_big_seq_scan(plan, SEARCH, params, tolerated=frozenset({"origin_rows"}))
+
+
+LOOKUPS = [
+    pytest.param(
+        "origins/get_origin_by_id",
+        lambda conn, t: repository.get_origin_by_id(conn, t["origin_uuid"]),
+        id="origin-by-id",
+    ),
+    pytest.param(
+        "origins/get_origin_by_address",
+        lambda conn, t: repository.get_origin_by_address(
+            conn, *(int(part) for part in t["address"].split("."))
+        ),
+        id="origin-by-address",
+    ),
+    pytest.param(
+        "summary/get_registry_summary",
+        lambda conn, t: repository.get_registry_summary(conn),
+        id="registry-summary",
+    ),
+    pytest.param(
+        "summary/get_integration_status",
+        lambda conn, t: repository.get_integration_status(conn),
+        id="integration-status",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query_name", "call"), LOOKUPS)
+def test_lookup_and_summary_use_indexes(
+    plan_graph: PlanGraph, query_name: str, call: Callable[[Any, dict[str, str]], Any]
+) -> None:
+    """Lookups by id and address and both summaries run their own file and scan no big table."""
+    conn = plan_graph.conn
+    query, params = statement_of(conn, lambda: call(conn, plan_graph.targets))
+    assert query == QUERIES[query_name]
+    assert_no_big_seq_scan(explain(conn, query, params), query_name, params)
+
+
+def test_every_request_time_query_is_covered() -> None:
+    """Each file under sql/origins and sql/summary is EXPLAINed by one of the tests above."""
+    covered = {ALL, FLAGS, NETWORK, STATION, SEARCH}
+    covered |= {param.values[0] for param in LOOKUPS}
+    files = {
+        f"{folder}/{name}"
+        for folder in ("origins", "summary")
+        for name, _ in QUERIES.folder(folder)
+    }
+    assert files == covered

@@ -1,0 +1,264 @@
+"""deploy/nginx.conf in front of gunicorn, as deployed: every answer through nginx under /v1/
+equals the direct one (status, JSON body, headers, Link with the /v1 prefix), and what nginx or
+gunicorn answer themselves is JSON too."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from registry.production_stack import (
+    Gunicorn,
+    Nginx,
+    free_port,
+    nginx_binary,
+    start_gunicorn,
+    start_nginx,
+)
+from tests.conftest import TEST_SECRET, make_token
+from tests.e2e.raw_http import Answer, request
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        nginx_binary() is None,
+        reason="nginx is not installed (Debian: apt-get install nginx; .ci/run installs it)",
+    ),
+]
+
+HARBOUR_NEWS = "3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807"
+ADMIN = {"Authorization": f"Bearer {make_token()}"}
+VIEWER = {"Authorization": f"Bearer {make_token(roles=['viewer'])}"}
+COOKIE = {"Cookie": f"access_token={make_token()}"}
+BAD_TOKEN = {"Authorization": "Bearer not-a-token"}
+# Headers whose values must be the same both ways.
+SAME_HEADERS = ("Content-Type", "Allow", "Retry-After", "WWW-Authenticate", "Cache-Control")
+
+
+@dataclass
+class Stack:
+    """gunicorn, and nginx in front of it."""
+
+    gunicorn: Gunicorn
+    nginx: Nginx
+
+    def direct(self, target: str, **kwargs: Any) -> Answer:
+        """Ask gunicorn itself."""
+        return request(self.gunicorn.port, target, **kwargs)
+
+    def proxied(self, target: str, **kwargs: Any) -> Answer:
+        """Ask through nginx, under /v1."""
+        return request(self.nginx.port, "/v1" + target, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def stack(example_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """gunicorn over the worked example with nginx (deploy/nginx.conf) in front."""
+    folder = tmp_path_factory.mktemp("nginx")
+    server = start_gunicorn(
+        {"DATABASE_URL": example_db, "REGISTRY_JWT_SECRET": TEST_SECRET},
+        folder / "gunicorn.log",
+        workers=2,
+    )
+    try:
+        proxy = start_nginx(folder / "nginx", server.port, access_log=True)
+    except BaseException:
+        server.stop()
+        raise
+    yield Stack(server, proxy)
+    proxy.stop()
+    server.stop()
+
+
+def without_generated_at(answer: Answer) -> Any:
+    """The JSON body with its one moving part left out."""
+    body = answer.json()
+    if isinstance(body, dict):
+        body.pop("generated_at", None)
+    return body
+
+
+CASES = [
+    ("GET", "/summary", {}),
+    ("HEAD", "/summary", {}),
+    ("GET", "/registry/summary", ADMIN),
+    ("GET", "/registry/origins", ADMIN),
+    ("GET", "/registry/origins?limit=1&page=2", ADMIN),
+    ("GET", "/registry/origins?governance_state=governed&has_presentations=false", ADMIN),
+    ("GET", "/registry/origins?search=t%C3%89L%C3%89", ADMIN),
+    ("GET", "/registry/origins?search=50%25&limit=1", ADMIN),
+    ("GET", "/registry/origins?page=99&limit=2", ADMIN),
+    ("GET", f"/registry/origins/{HARBOUR_NEWS}", ADMIN),
+    ("GET", f"/registry/origins/svc%3Aorigin%3A{HARBOUR_NEWS}", ADMIN),
+    ("GET", f"/registry/origins/svc:origin:{HARBOUR_NEWS}", COOKIE),
+    ("GET", "/registry/addresses/9.10.3", ADMIN),
+    ("GET", "/registry/addresses/9.9.9", ADMIN),
+    ("GET", "/registry/origins/nope", ADMIN),
+    ("GET", "/registry/origins?limit=0", ADMIN),
+    ("GET", "/registry/origins?bogus=1&limit=x", ADMIN),
+    ("GET", "/summary?x=1", {}),
+    ("GET", "/registry/summary", {}),
+    ("GET", "/registry/summary", BAD_TOKEN),
+    ("GET", "/registry/summary", VIEWER),
+    ("GET", "/registry/nope", {}),
+    ("GET", "/registry/nope", ADMIN),
+    ("GET", "/nope", {}),
+    ("GET", "/./summary", {}),
+    ("GET", "/registry//origins", ADMIN),
+    ("GET", "/registry/../summary", {}),
+    ("POST", "/summary", {}),
+    ("DELETE", "/registry/origins", ADMIN),
+    ("OPTIONS", "/summary", {}),
+    ("GET", "/openapi.json", {}),
+    ("GET", "/healthz", {}),
+    ("GET", "/readyz", {}),
+]
+
+
+@pytest.mark.parametrize(("method", "target", "headers"), CASES)
+def test_answers_through_nginx_equal_the_direct_ones(
+    stack: Stack, method: str, target: str, headers: dict[str, str]
+):
+    """Status, body (but generated_at), the headers that matter, and Link under /v1."""
+    headers = {**headers, "X-Request-ID": "same-for-both"}
+    direct = stack.direct(target, method=method, headers=headers)
+    proxied = stack.proxied(target, method=method, headers=headers)
+    assert proxied.status == direct.status
+    if method == "HEAD":
+        assert proxied.body == direct.body == b""
+    else:
+        assert without_generated_at(proxied) == without_generated_at(direct)
+    for name in SAME_HEADERS:
+        assert proxied.header(name) == direct.header(name), name
+    assert proxied.header("X-Request-ID") == direct.header("X-Request-ID") == "same-for-both"
+    link = direct.header("Link")
+    if link is None:
+        assert proxied.header("Link") is None
+    else:
+        assert "</registry/origins?" in link
+        assert proxied.header("Link") == link.replace("</registry/", "</v1/registry/")
+
+
+def test_links_through_nginx_lead_to_the_next_page(stack: Stack):
+    """Following rel=next through nginx walks the listing like the direct sweep does."""
+    seen = []
+    target = "/v1/registry/origins?limit=1"
+    while target:
+        answer = request(stack.nginx.port, target, headers=ADMIN)
+        assert answer.status == 200
+        seen += [item["origin"]["id"] for item in answer.json()["origins"]]
+        links = dict(
+            (part.split(";")[1].strip(), part.split(";")[0].strip(" <>"))
+            for part in (answer.header("Link") or "").split(", ")
+        )
+        target = links.get('rel="next"', "")
+    direct = stack.direct("/registry/origins", headers=ADMIN).json()["origins"]
+    assert seen == [item["origin"]["id"] for item in direct]
+
+
+def test_json_is_gzipped_for_clients_that_ask(stack: Stack):
+    """gzip for JSON when asked (and Vary says so); the same bytes once decompressed."""
+    plain = stack.direct("/openapi.json")
+    zipped = stack.proxied("/openapi.json", headers={"Accept-Encoding": "gzip"})
+    assert zipped.status == 200
+    assert zipped.header("Content-Encoding") == "gzip"
+    assert "Accept-Encoding" in (zipped.header("Vary") or "")
+    assert gzip.decompress(zipped.body) == plain.body
+    assert len(zipped.body) < len(plain.body) / 3
+
+
+def test_request_id_is_generated_passed_on_and_logged(stack: Stack):
+    """No X-Request-ID: nginx makes one; the app returns it and logs it. A bad one is replaced."""
+    answer = stack.proxied("/summary")
+    request_id = answer.header("X-Request-ID")
+    assert request_id and len(request_id) == 32
+    assert request_id in stack.gunicorn.output()
+    assert request_id in (stack.nginx.prefix / "access.log").read_text()
+    for bad in ("x" * 200, "eyJhbGciOiJIUzI1NiJ9.e30.sig", "two words"):
+        replaced = stack.proxied("/summary", headers={"X-Request-ID": bad}).header("X-Request-ID")
+        assert replaced and replaced != bad
+
+
+def assert_json_error(answer: Answer, status: int, error: str) -> None:
+    """nginx's (or gunicorn's) own refusal, as the API's JSON error body."""
+    assert answer.status == status
+    assert answer.header("Content-Type") == "application/json"
+    assert answer.json() == {"success": False, "error": error}
+    assert answer.header("X-Request-ID")
+
+
+def test_outside_v1_is_a_json_404(stack: Stack):
+    """The API lives under /v1/ only; nginx answers everything else itself, as JSON."""
+    for target in ("/", "/summary", "/v1", "/v2/summary", "/index.html"):
+        assert_json_error(request(stack.nginx.port, target), 404, "Not Found")
+
+
+def test_a_path_that_only_normalises_into_v1_is_refused(stack: Stack):
+    """/x/../v1/summary reaches /v1/ after normalising, but not as sent: 400, not gunicorn's 500."""
+    answer = request(stack.nginx.port, "/x/../v1/summary")
+    assert_json_error(answer, 400, "Bad Request")
+
+
+def test_a_request_line_over_8190_bytes_is_a_json_414(stack: Stack):
+    """nginx refuses it before gunicorn would (limit_request_line 8190), with JSON."""
+    answer = request(stack.nginx.port, "/v1/registry/origins?search=" + "a" * 9000, headers=ADMIN)
+    assert_json_error(answer, 414, "URI Too Long")
+    direct = request(stack.gunicorn.port, "/registry/origins?search=" + "a" * 9000)
+    assert direct.status == 414
+    assert direct.header("Content-Type") == "text/html"  # the caveat of going direct
+
+
+def test_a_header_field_over_8_kb_is_a_json_400(stack: Stack):
+    """A huge cookie: nginx's own 400, as JSON."""
+    answer = stack.proxied("/summary", headers={"Cookie": "c=" + "x" * 9000})
+    assert_json_error(answer, 400, "Bad Request")
+
+
+def test_too_many_header_fields_is_a_json_431(stack: Stack):
+    """More fields than gunicorn's limit_request_fields: gunicorn's HTML 431 becomes JSON."""
+    headers = {f"X-Filler-{number}": "1" for number in range(120)}
+    assert stack.direct("/summary", headers=headers).header("Content-Type") == "text/html"
+    assert_json_error(
+        stack.proxied("/summary", headers=headers), 431, "Request Header Fields Too Large"
+    )
+
+
+def test_a_request_body_over_16_kb_is_a_json_413(stack: Stack):
+    """The API takes no bodies; a big one stops at nginx."""
+    answer = stack.proxied("/summary", method="POST", body=b"x" * 20000)
+    assert_json_error(answer, 413, "Content Too Large")
+
+
+def test_gunicorn_down_is_a_json_502(tmp_path: Path):
+    """Nothing listens upstream: nginx's own 502, as JSON."""
+    proxy = start_nginx(tmp_path / "nginx", free_port())
+    try:
+        assert_json_error(request(proxy.port, "/v1/summary"), 502, "Bad Gateway")
+    finally:
+        proxy.stop()
+
+
+def test_the_app_503_passes_through_with_retry_after(tmp_path: Path):
+    """Database unreachable: the app's 503 (body, Retry-After) reaches the client unchanged."""
+    dead = f"postgresql://postgres@127.0.0.1:{free_port()}/registry"
+    server = start_gunicorn(
+        {"DATABASE_URL": dead, "REGISTRY_JWT_SECRET": TEST_SECRET}, tmp_path / "g.log", workers=1
+    )
+    try:
+        proxy = start_nginx(tmp_path / "nginx", server.port)
+        try:
+            stack = Stack(server, proxy)
+            for target in ("/summary", "/readyz"):
+                direct, proxied = stack.direct(target), stack.proxied(target)
+                assert proxied.status == direct.status == 503
+                assert proxied.json() == direct.json()
+                assert proxied.header("Retry-After") == direct.header("Retry-After") == "2"
+        finally:
+            proxy.stop()
+    finally:
+        server.stop()
