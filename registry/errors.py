@@ -65,8 +65,14 @@ def service_unavailable() -> Response:
 
 
 def _database_unavailable(error: Exception) -> Response:
-    """The database failed us: say so briefly in the log, 503 to the caller."""
-    log.warning("database unavailable: %s: %s", type(error).__name__, str(error).strip()[:300])
+    """The database failed us: say so briefly in the log, 503 to the caller.
+
+    While the pool knows the database is down it has already logged that once (and will log
+    its return), so each refused request is only a debug line then, not thousands a second.
+    """
+    database = current_app.extensions.get("registry_db")
+    level = logging.DEBUG if database is not None and database.unreachable else logging.WARNING
+    log.log(level, "database unavailable: %s: %s", type(error).__name__, str(error).strip()[:300])
     return service_unavailable()
 
 

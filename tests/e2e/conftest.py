@@ -6,16 +6,19 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent.parent
+LOGS: dict[int, IO[str]] = {}
 
 
 def free_port() -> int:
@@ -49,7 +52,7 @@ def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 60) -> N
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
+            output = _output(process)
             raise AssertionError(f"the server exited with {process.returncode}:\n{output}")
         try:
             fetch(url)
@@ -76,14 +79,18 @@ def start_gunicorn(env_extra: dict[str, str], workers: int = 2) -> Server:
         "REGISTRY_WORKERS": str(workers),
         **env_extra,
     }
+    # A file, not a pipe: with a log line per request, an unread pipe would fill and block
+    # the workers.
+    log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed in stop()
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "wsgi:app"],
         cwd=REPO,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    LOGS[process.pid] = log
     server = Server(f"http://127.0.0.1:{port}", process)
     wait_until_up(server.base + "/summary", process)
     return server
@@ -93,11 +100,21 @@ def stop(process: subprocess.Popen) -> str:
     """Stop a server gracefully and return what it printed."""
     process.terminate()
     try:
-        output, _ = process.communicate(timeout=30)
+        process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.kill()
-        output, _ = process.communicate()
-    return output or ""
+        process.wait()
+    return _output(process)
+
+
+def _output(process: subprocess.Popen) -> str:
+    """Everything the server has printed so far."""
+    log = LOGS.get(process.pid)
+    if log is None:
+        return ""
+    log.flush()
+    log.seek(0)
+    return log.read()
 
 
 @pytest.fixture
