@@ -40,3 +40,8 @@ FROM origins AS o
 LEFT JOIN edge_counts AS e ON e.origin_id = o.id
 LEFT JOIN allocations AS a ON a.origin_id = o.id
 LEFT JOIN resolved AS r ON r.origin_id = o.id;
+
+-- What search reads: the folded name and registry id by position, and nothing else, so a
+-- search that must look at many origins reads a third of the pages origin_rows would take.
+CREATE TABLE origin_search AS
+SELECT pos, name_key, registry_key FROM origin_rows;
