@@ -47,6 +47,19 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def demo_document(origins: int, seed: int, cache: Path) -> Path:
+    """The demo graph document of this size, generated once into the cache folder."""
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"demo-{origins}-{seed}.jsonl"
+    if not path.exists():
+        print(f"generating {path.name} ...", flush=True)
+        partial = path.with_suffix(".partial")
+        with open(partial, "wb") as out:
+            write_demo_document(out, origins=origins, seed=seed)
+        partial.rename(path)
+    return path
+
+
 def prepare_database(origins: int, seed: int, cache: Path) -> str:
     """A database holding the demo graph of this size; generated and loaded only once."""
     server = resolve_database_url(load_settings())
@@ -63,14 +76,7 @@ def prepare_database(origins: int, seed: int, cache: Path) -> str:
         except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):
             loaded = False
         if not loaded:
-            cache.mkdir(parents=True, exist_ok=True)
-            path = cache / f"demo-{origins}-{seed}.jsonl"
-            if not path.exists():
-                print(f"generating {path.name} ...", flush=True)
-                partial = path.with_suffix(".partial")
-                with open(partial, "wb") as out:
-                    write_demo_document(out, origins=origins, seed=seed)
-                partial.rename(path)
+            path = demo_document(origins, seed, cache)
             print(f"loading {path.name} ...", flush=True)
             with open(path, "rb") as stream:
                 print(load_counts_line(load_document(conn, stream)), flush=True)

@@ -37,8 +37,7 @@ from pathlib import Path
 import psycopg
 
 from registry.auth import mint_token
-from registry.benchmark import pick_targets, prepare_database, urls
-from registry.demo import write_demo_document
+from registry.benchmark import demo_document, pick_targets, prepare_database, urls
 from registry.loading import load_counts_line, load_document
 from registry.production_stack import (
     PREFIX,
@@ -220,19 +219,6 @@ def run_wrk(url: str, script: Path, seconds: int, connections: int, threads: int
         check=True,
     ).stdout
     return parse_wrk(output)
-
-
-def demo_document(origins: int, seed: int, cache: Path) -> Path:
-    """The demo graph document of this size, generated once into the cache folder."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"demo-{origins}-{seed}.jsonl"
-    if not path.exists():
-        print(f"generating {path.name} ...", flush=True)
-        partial = path.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            write_demo_document(out, origins=origins, seed=seed)
-        partial.rename(path)
-    return path
 
 
 def check_every_url(nginx: Nginx, paths: list[str], token: str) -> None:
