@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import psycopg
@@ -57,27 +58,41 @@ def get_origin_by_address(
     )
 
 
+_FLAG_FILTERS = (
+    "governance_state",
+    "allocation_state",
+    "publication_status",
+    "transport",
+    "has_presentations",
+)
+
+
 def matching_combos(filters: dict[str, Any]) -> list[int] | None:
     """The flag combinations the flag filters admit; None when none of them is given."""
-    tests = []
-    if "governance_state" in filters:
-        wanted = filters["governance_state"] == "governed"
-        tests.append(lambda combo: bool(combo & GOVERNED) == wanted)
-    if "allocation_state" in filters:
-        allocated = filters["allocation_state"] == "allocated"
-        tests.append(lambda combo: bool(combo & ALLOCATED) == allocated)
-    if "publication_status" in filters:
-        state = PUBLISHED if filters["publication_status"] == "published" else HELD
-        tests.append(lambda combo: bool(combo & state))
-    if "transport" in filters:
-        bit = TRANSPORT_BITS[filters["transport"]] << TRANSPORT_SHIFT
-        tests.append(lambda combo: bool(combo & bit))
-    if "has_presentations" in filters:
-        present = filters["has_presentations"]
-        tests.append(lambda combo: (combo >> TRANSPORT_SHIFT != 0) == present)
-    if not tests:
+    key = tuple(filters.get(name) for name in _FLAG_FILTERS)
+    if key == (None,) * len(_FLAG_FILTERS):
         return None
-    return [combo for combo in ALL_COMBOS if all(test(combo) for test in tests)]
+    return list(_combos_for(key))
+
+
+@cache
+def _combos_for(key: tuple[Any, ...]) -> tuple[int, ...]:
+    """Every combination passing the given flag filters (few distinct keys: computed once)."""
+    governance, allocation, publication, transport, presentations = key
+    tests = []
+    if governance is not None:
+        tests.append(lambda combo: bool(combo & GOVERNED) == (governance == "governed"))
+    if allocation is not None:
+        tests.append(lambda combo: bool(combo & ALLOCATED) == (allocation == "allocated"))
+    if publication is not None:
+        state = PUBLISHED if publication == "published" else HELD
+        tests.append(lambda combo: bool(combo & state))
+    if transport is not None:
+        bit = TRANSPORT_BITS[transport] << TRANSPORT_SHIFT
+        tests.append(lambda combo: bool(combo & bit))
+    if presentations is not None:
+        tests.append(lambda combo: (combo >> TRANSPORT_SHIFT != 0) == presentations)
+    return tuple(combo for combo in ALL_COMBOS if all(test(combo) for test in tests))
 
 
 def like_pattern(search: str) -> str:
