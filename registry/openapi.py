@@ -183,6 +183,7 @@ def build_openapi_document() -> dict[str, Any]:
         tags=[
             {"name": "public", "description": "no authentication"},
             {"name": "registry", "description": "domain-administrator token required"},
+            {"name": "health", "description": "probes for load balancers and supervisors"},
         ],
     )
     spec.components.security_scheme(
@@ -295,7 +296,68 @@ def build_openapi_document() -> dict[str, Any]:
             )
         },
     )
+    healthz = _operation(
+        "getLiveness",
+        "Liveness: the process answers (never touches the database)",
+        _inline_json(
+            "the process is up",
+            {"success": {"const": True}, "status": {"const": "ok"}},
+        ),
+        secured=False,
+        reads_database=False,
+    )
+    healthz["tags"] = ["health"]
+    readyz = _operation(
+        "getReadiness",
+        "Readiness: the database answers with the schema version this code expects",
+        _inline_json(
+            "ready to serve",
+            {
+                "success": {"const": True},
+                "ready": {"const": True},
+                "schema_version": {"type": "integer"},
+                "loaded_at": {"type": ["string", "null"], "format": "date-time"},
+            },
+        ),
+        secured=False,
+    )
+    readyz["tags"] = ["health"]
+    readyz["responses"]["503"] = _inline_json(
+        "not ready: the database cannot be reached, is over its time budget, or holds another "
+        "schema version",
+        {
+            "success": {"const": False},
+            "error": {"type": "string"},
+            "ready": {"const": False},
+            "reason": {"type": "string"},
+        },
+        {"Retry-After": _header("seconds to wait before retrying", "integer")},
+    )
+    spec.path("/healthz", operations={"get": healthz})
+    spec.path("/readyz", operations={"get": readyz})
     return spec.to_dict()
+
+
+def _inline_json(
+    description: str, properties: dict[str, Any], headers: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A response whose small JSON body is described in place, every property required."""
+    response: dict[str, Any] = {
+        "description": description,
+        "content": {
+            _JSON: {
+                "schema": {
+                    "type": "object",
+                    "properties": properties,
+                    "required": list(properties),
+                    "additionalProperties": False,
+                }
+            }
+        },
+    }
+    if headers:
+        response["headers"] = headers
+    return response
 
 
 @bp.get("/openapi.json", **GET_ROUTE)

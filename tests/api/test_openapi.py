@@ -147,6 +147,8 @@ OPERATIONS = {
         PUBLIC | ADMIN | {"404"},
     ),
     "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
+    "/healthz": ("getLiveness", None, PUBLIC - {"503"}),
+    "/readyz": ("getReadiness", None, PUBLIC),
 }
 
 
@@ -213,7 +215,7 @@ def test_operations(api_document: dict[str, Any], path: str):
 
 
 def test_every_path_is_documented(api_document: dict[str, Any]):
-    """The five endpoints of the spec and the document itself, nothing more."""
+    """The five endpoints of the spec, the document itself and the two probes, nothing more."""
     assert set(api_document["paths"]) == set(OPERATIONS)
 
 
