@@ -16,9 +16,9 @@ import platform
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -34,17 +34,11 @@ from registry.auth import mint_token
 from registry.db import resolve_database_url, with_database
 from registry.demo import write_demo_document
 from registry.loading import GRAPH_FORMAT, load_counts_line, load_document
+from registry.production_stack import Gunicorn, start_gunicorn
 from registry.queries import QUERIES
 from registry.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def demo_document(origins: int, seed: int, cache: Path) -> Path:
@@ -148,13 +142,11 @@ def run_wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, A
     }
 
 
-def worker_rss_mb(master_pid: int) -> list[float]:
+def worker_rss_mb(server: Gunicorn) -> list[float]:
     """Resident memory of each gunicorn worker, in MB."""
-    children = Path(f"/proc/{master_pid}/task/{master_pid}/children").read_text().split()
     sizes = []
-    for pid in children:
-        status = Path(f"/proc/{pid}/status").read_text()
-        match = re.search(r"VmRSS:\s+(\d+) kB", status)
+    for pid in sorted(server.worker_pids()):
+        match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
         if match:
             sizes.append(int(match.group(1)) / 1024)
     return sizes
@@ -201,41 +193,25 @@ def main(argv: list[str] | None = None) -> int:
         "REGISTRY_JWT_ALGORITHMS": "HS256",
     }
     token = mint_token(settings, roles=["domain_admin"], ttl_seconds=7200, subject="bench")
-    port = _free_port()
     env = {
-        **os.environ,
         "DATABASE_URL": conninfo,
         "REGISTRY_JWT_SECRET": secret,
-        "REGISTRY_BIND": f"127.0.0.1:{port}",
         "REGISTRY_GUNICORN_LOGLEVEL": "warning",
     }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "wsgi:app"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/summary", timeout=2).read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        rss_before = worker_rss_mb(server.pid)
-        rows = []
-        for label, path in urls(targets):
-            run_wrk(base + path, token, 2, args.connections)  # warm every worker's plans
-            result = run_wrk(base + path, token, args.seconds, args.connections)
-            rows.append((label, result))
-            print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
-        sweep_s, swept = full_sweep(base, token)
-        rss_after = worker_rss_mb(server.pid)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as logs:
+        server = start_gunicorn(env, Path(logs) / "gunicorn.log")
+        try:
+            rss_before = worker_rss_mb(server)
+            rows = []
+            for label, path in urls(targets):
+                run_wrk(server.base + path, token, 2, args.connections)  # warm every worker
+                result = run_wrk(server.base + path, token, args.seconds, args.connections)
+                rows.append((label, result))
+                print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
+            sweep_s, swept = full_sweep(server.base, token)
+            rss_after = worker_rss_mb(server)
+        finally:
+            server.stop()
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print()

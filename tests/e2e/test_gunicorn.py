@@ -78,13 +78,13 @@ def test_a_committed_load_is_served_without_a_restart(gunicorn_factory, database
 
 def test_secret_and_cookie_are_not_logged(gunicorn_factory, example_db):
     """Tokens in headers or cookies never reach the server's output."""
-    from tests.e2e.conftest import fetch, stop
+    from tests.e2e.conftest import fetch
 
     server = gunicorn_factory({"DATABASE_URL": example_db, "REGISTRY_JWT_SECRET": TEST_SECRET})
     good, bad = make_token(), make_token(secret="x" * 40)
     fetch(server.base + "/registry/summary", {"Authorization": f"Bearer {good}"})
     fetch(server.base + "/registry/summary", {"Authorization": f"Bearer {bad}"})
     fetch(server.base + "/registry/summary", {"Cookie": f"access_token={bad}"})
-    output = stop(server.process)
+    output = server.stop()
     assert good not in output and bad not in output
     assert TEST_SECRET not in output
