@@ -31,6 +31,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
@@ -38,16 +39,16 @@ clean:
 ## make bench [ORIGINS=100000]: performance figures (wrk, the production gunicorn set-up)
 bench: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
-	$(BIN)/python -m registry.benchmark --origins $(ORIGINS)
+	$(BIN)/python -m devtools.benchmark --origins $(ORIGINS)
 
 ## make loadtest [ORIGINS=100000]: 60 s of mixed URLs through nginx at 64 connections (wrk)
 loadtest: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
-	$(BIN)/python -m registry.loadtest load --origins $(ORIGINS)
+	$(BIN)/python -m devtools.loadtest load --origins $(ORIGINS)
 
 ## make faulttest [ORIGINS=100000]: the same load while a private PostgreSQL stops for 10 s
 faulttest: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
-	$(BIN)/python -m registry.loadtest fault --origins $(ORIGINS)
+	$(BIN)/python -m devtools.loadtest fault --origins $(ORIGINS)

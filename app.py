@@ -8,11 +8,11 @@ from typing import Any
 
 from flask import Flask
 
-from registry import db, health, openapi, operator, public
-from registry.auth import register_auth
-from registry.errors import register_errorhandlers
-from registry.request_log import register_request_logging
-from registry.responses import OrjsonProvider
+from registry.api import connection, health, openapi, operator, public
+from registry.api.admin_token import register_auth
+from registry.api.errors import register_errorhandlers
+from registry.api.request_log import register_request_logging
+from registry.api.responses import OrjsonProvider
 from registry.settings import DEFAULTS, settings_from_environ
 
 
@@ -26,7 +26,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.json = OrjsonProvider(app)
     configure_logger(app)
     register_request_logging(app)
-    db.init_app(app)
+    connection.init_app(app)
     register_auth(app)
     register_blueprints(app)
     register_errorhandlers(app)

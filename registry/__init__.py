@@ -1,1 +1,1 @@
-"""Broadcast Registry read API: the Flask side, the loader and the `registry` command."""
+"""Broadcast Registry read API: the `registry` command over the api, loader, tokens and database."""

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 import psycopg
 
-from registry.db import resolve_database_url
+from registry.database.conninfo import resolve_database_url
 from registry.settings import SettingsError, load_settings
 
 
@@ -21,7 +21,7 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
 
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
-    from registry.loading import LoadRejected, load_counts_line, load_document
+    from registry.loader.loading import LoadRejected, load_counts_line, load_document
 
     interactive = sys.stderr.isatty()
     started = time.monotonic()
@@ -57,7 +57,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry demo: write a synthetic graph document."""
-    from registry.demo import write_demo_document
+    from registry.loader.demo import write_demo_document
 
     if args.out in (None, "-"):
         write_demo_document(sys.stdout.buffer, origins=args.origins, seed=args.seed)
@@ -70,8 +70,8 @@ def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 def command_db_upgrade(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db upgrade: apply migrations; publish an empty graph where there is none."""
-    from registry.loading import ensure_graph
-    from registry.migrations import SCHEMA_VERSION
+    from registry.database.migrations import SCHEMA_VERSION
+    from registry.loader.loading import ensure_graph
 
     with _connect(settings) as conn:
         created = ensure_graph(conn)
@@ -88,8 +88,8 @@ def command_db_url(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db is-empty: exit 0 when the database holds no origins, 1 otherwise."""
-    from registry.loading import ensure_graph
-    from registry.queries import QUERIES
+    from registry.database.queries import QUERIES
+    from registry.loader.loading import ensure_graph
 
     with _connect(settings) as conn:
         ensure_graph(conn)
@@ -99,7 +99,7 @@ def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> i
 
 def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db stop: stop the embedded server."""
-    from registry.embedded_postgres import stop_embedded
+    from registry.database.embedded import stop_embedded
     from registry.settings import state_dir
 
     stopped = stop_embedded(state_dir(settings))
@@ -109,8 +109,8 @@ def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db create-reader ROLE: a login role that can SELECT the graph and nothing else."""
-    from registry.loading import ensure_graph
-    from registry.roles import create_reader_role
+    from registry.database.roles import create_reader_role
+    from registry.loader.loading import ensure_graph
 
     with _connect(settings) as conn:
         ensure_graph(conn)
@@ -121,7 +121,7 @@ def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any])
 
 def command_token(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry token: mint a signed development token from the configured secret."""
-    from registry.auth import mint_token, parse_duration
+    from registry.tokens.development import mint_token, parse_duration
 
     try:
         ttl = parse_duration(args.ttl)
@@ -143,10 +143,10 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     import os
     import shutil
 
-    from registry.auth import development_secret, mint_token
-    from registry.demo import write_demo_document
-    from registry.loading import ensure_graph, load_counts_line, load_document
-    from registry.queries import QUERIES
+    from registry.database.queries import QUERIES
+    from registry.loader.demo import write_demo_document
+    from registry.loader.loading import ensure_graph, load_counts_line, load_document
+    from registry.tokens.development import development_secret, mint_token
 
     env = dict(os.environ)
     database_url = resolve_database_url(settings)

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from registry.db import resolve_database_url, with_database
-from registry.loading import load_document
+from registry.database.conninfo import resolve_database_url, with_database
+from registry.loader.loading import load_document
 from registry.settings import load_settings
 
 # The contract's worked example and its answers, kept with the tests.

@@ -356,7 +356,7 @@ def exploding_api(
 
     def explode_in_database() -> Any:
         """Fail inside PostgreSQL with a non-availability error."""
-        from registry.db import get_connection
+        from registry.api.connection import get_connection
 
         return get_connection().execute("SELECT 1 / 0").fetchone()
 

@@ -14,9 +14,9 @@ from flask import Flask
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from registry.migrations import SCHEMA_VERSION
-from registry.queries import QUERIES
-from registry.roles import create_reader_role
+from registry.database.migrations import SCHEMA_VERSION
+from registry.database.queries import QUERIES
+from registry.database.roles import create_reader_role
 from tests.conftest import load_records
 
 JSON = "application/json"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from registry.openapi import build_openapi_document
+from registry.api.openapi import build_openapi_document
 from tests.api.api_support import CheckedClient, OpenApiConformance
 
 REQ, OPT = True, False

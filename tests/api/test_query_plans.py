@@ -17,11 +17,11 @@ import orjson
 import psycopg
 import pytest
 
-from registry import repository
-from registry.db import connection_kwargs
-from registry.demo import write_demo_document
-from registry.loading import load_document
-from registry.queries import QUERIES
+from registry.database import repository
+from registry.database.conninfo import connection_kwargs
+from registry.database.queries import QUERIES
+from registry.loader.demo import write_demo_document
+from registry.loader.loading import load_document
 from registry.settings import load_settings
 from schemas.params import parse_origin_list_query
 

@@ -1,4 +1,4 @@
-"""Real HTTP through gunicorn: started as operators do, by registry.production_stack."""
+"""Real HTTP through gunicorn: started as operators do, by devtools.production_stack."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.production_stack import Gunicorn, start_gunicorn
+from devtools.production_stack import Gunicorn, start_gunicorn
 
 
 @dataclass

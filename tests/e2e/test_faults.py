@@ -18,8 +18,8 @@ import orjson
 import psycopg
 import pytest
 
-from registry.loading import load_document
-from registry.production_stack import Gunicorn, PrivatePostgres, start_gunicorn
+from devtools.production_stack import Gunicorn, PrivatePostgres, start_gunicorn
+from registry.loader.loading import load_document
 from tests.conftest import TEST_SECRET, make_token
 from tests.e2e.raw_http import Answer, request
 

@@ -8,7 +8,7 @@ import orjson
 import psycopg
 import pytest
 
-from registry.loading import load_document
+from registry.loader.loading import load_document
 from tests.conftest import TEST_SECRET, document, make_token
 
 pytestmark = pytest.mark.e2e

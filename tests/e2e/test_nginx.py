@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from registry.production_stack import (
+from devtools.production_stack import (
     Gunicorn,
     Nginx,
     free_port,

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import psycopg
 
-from registry import repository
-from registry.loading import LoadResult, load_document
+from registry.database import repository
+from registry.loader.loading import LoadResult, load_document
 
 Record = dict[str, Any]
 

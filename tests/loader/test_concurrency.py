@@ -14,9 +14,9 @@ import orjson
 import psycopg
 import pytest
 
-from registry import repository
-from registry.db import Database
-from registry.loading import LoadRejected
+from registry.database import repository
+from registry.database.pool import Database
+from registry.loader.loading import LoadRejected
 from registry.settings import load_settings
 
 from .graphs import Record, document, graph_state, load

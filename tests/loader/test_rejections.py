@@ -9,8 +9,8 @@ import orjson
 import psycopg
 import pytest
 
-from registry import repository
-from registry.loading import LoadRejected
+from registry.database import repository
+from registry.loader.loading import LoadRejected
 
 from .conftest import ServedGraph
 from .graphs import (

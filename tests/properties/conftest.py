@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from registry.db import with_database
+from registry.database.conninfo import with_database
 from tests.conftest import app_config, load_records, make_token
 
 # A linguistic default collation, where the server has ICU: the contract's order and search

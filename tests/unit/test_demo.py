@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from registry.demo import write_demo_document
-from registry.graph_document import check_record
+from registry.loader.demo import write_demo_document
+from registry.loader.document import check_record
 
 ORIGINS = 2000
 

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from flask import Flask
 
-from registry.request_log import loggable_query, request_id_from
+from registry.api.request_log import loggable_query, request_id_from
 from tests.conftest import app_config, make_token
 
 LINE_FIELDS = {

@@ -20,22 +20,24 @@ from cryptography.x509.oid import NameOID
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from jwt.warnings import InsecureKeyLengthWarning
 
-from registry import auth
-from registry.auth import (
+from registry.api.admin_token import is_registry_path
+from registry.settings import DEFAULTS, SettingsError
+from registry.tokens.algorithms import parse_algorithms
+from registry.tokens.development import (
+    DEV_SECRET_FILE,
+    development_secret,
+    mint_token,
+    parse_duration,
+)
+from registry.tokens.keys import JwksKeySet, KeySourceUnavailable, parse_jwks
+from registry.tokens.verifier import (
+    MAX_TOKEN_LENGTH,
     FoundToken,
-    JwksKeySet,
-    KeySourceUnavailable,
     TokenRejected,
     TokenVerifier,
-    development_secret,
     find_token,
-    is_registry_path,
-    mint_token,
-    parse_algorithms,
-    parse_duration,
     roles_of,
 )
-from registry.settings import DEFAULTS, SettingsError
 from tests.conftest import TEST_SECRET, make_token
 
 KEY_SETTINGS = ("REGISTRY_JWT_SECRET", "REGISTRY_JWT_PUBLIC_KEY", "REGISTRY_JWKS_URL")
@@ -350,8 +352,8 @@ def test_oversized_tokens_are_refused_before_decoding(
 ) -> None:
     """Past MAX_TOKEN_LENGTH nothing is parsed; a valid token just under it passes."""
     overhead = len(make_token(pad=""))
-    just_under = make_token(pad="x" * ((auth.MAX_TOKEN_LENGTH - overhead) * 3 // 4))
-    assert len(just_under) <= auth.MAX_TOKEN_LENGTH
+    just_under = make_token(pad="x" * ((MAX_TOKEN_LENGTH - overhead) * 3 // 4))
+    assert len(just_under) <= MAX_TOKEN_LENGTH
     assert verifier.verify(just_under)["sub"] == "tester"
 
     def must_not_run(*args: Any, **kwargs: Any) -> Any:
@@ -361,7 +363,7 @@ def test_oversized_tokens_are_refused_before_decoding(
     monkeypatch.setattr(jwt, "get_unverified_header", must_not_run)
     monkeypatch.setattr(jwt, "decode", must_not_run)
     with pytest.raises(TokenRejected) as raised:
-        verifier.verify(make_token(pad="x" * auth.MAX_TOKEN_LENGTH))
+        verifier.verify(make_token(pad="x" * MAX_TOKEN_LENGTH))
     assert raised.value.reason == "oversized"
 
 
@@ -455,13 +457,13 @@ def test_parse_jwks_keeps_only_usable_signing_keys(rsa_key: Any, ec_key: Any) ->
             "not a key",
         ]
     }
-    keys = auth.parse_jwks(document)
+    keys = parse_jwks(document)
     assert sorted(keys) == ["a", "b"]
     assert keys["a"].algorithm == "RS256"
     assert isinstance(keys["a"].key, rsa.RSAPublicKey)
     assert keys["b"].algorithm is None
-    assert auth.parse_jwks(["no"]) == {}
-    assert auth.parse_jwks({"keys": "no"}) == {}
+    assert parse_jwks(["no"]) == {}
+    assert parse_jwks({"keys": "no"}) == {}
 
 
 def test_jwks_file_rotation_and_refetch_limit(rsa_key: Any, ec_key: Any, tmp_path: Path) -> None:
@@ -565,11 +567,11 @@ def test_development_secret_is_kept_private(tmp_path: Path) -> None:
     """Created once with mode 0600 under the state folder, then read back unchanged."""
     state = tmp_path / "state" / "nested"
     first = development_secret(settings(REGISTRY_STATE_DIR=str(state)))
-    path = state / auth.DEV_SECRET_FILE
+    path = state / DEV_SECRET_FILE
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert len(first.encode()) >= 32
     assert development_secret(settings(REGISTRY_STATE_DIR=str(state))) == first
-    assert [entry.name for entry in state.iterdir()] == [auth.DEV_SECRET_FILE]
+    assert [entry.name for entry in state.iterdir()] == [DEV_SECRET_FILE]
     path.write_text("short\n")
     with pytest.raises(SettingsError, match="delete it"):
         development_secret(settings(REGISTRY_STATE_DIR=str(state)))

@@ -1,4 +1,4 @@
-"""The connection pool and the per-request connection.
+"""The pool of one process: opened after the fork, failing fast while the database is away.
 
 Resilience, in short (docs/operations.md has the long form): every wait is bounded (connect,
 checkout, statement), a connection that failed is discarded when it is given back, one that
@@ -18,13 +18,10 @@ from typing import Any
 
 import orjson
 import psycopg
-from flask import Flask, current_app, g
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from registry.embedded_postgres import embedded_database_url
-from registry.settings import state_dir
+from registry.database.conninfo import connection_kwargs, resolve_database_url
 
 log = logging.getLogger("registry.db")
 
@@ -38,70 +35,6 @@ IDLE_CHECK_S = 1.0
 # probe that notices the database is back. A new connection ends the state.
 PROBE_INTERVAL_S = 0.5
 PROBE_WAIT_S = 0.1
-# TCP keepalives, so a query on a connection whose server vanished from the network (no
-# reset, no reply) fails in about 10 s instead of hanging until gunicorn kills the worker.
-# Ignored on Unix sockets; a DATABASE_URL that sets any of them keeps its own values.
-TCP_DEFAULTS = {
-    "keepalives": "1",
-    "keepalives_idle": "5",
-    "keepalives_interval": "2",
-    "keepalives_count": "2",
-    "tcp_user_timeout": "10000",
-}
-
-
-def resolve_database_url(settings: Mapping[str, Any]) -> str:
-    """DATABASE_URL when set, else the embedded server's default database."""
-    url = settings.get("DATABASE_URL")
-    if url:
-        return str(url)
-    return embedded_database_url(state_dir(settings))
-
-
-def with_database(conninfo: str, dbname: str) -> str:
-    """The same server and credentials, another database."""
-    params = conninfo_to_dict(conninfo)
-    params["dbname"] = dbname
-    return make_conninfo("", **params)
-
-
-def database_name(conninfo: str) -> str:
-    """The database a conninfo points at (libpq's default: the user name)."""
-    params = conninfo_to_dict(conninfo)
-    return str(params.get("dbname") or params.get("user") or os.environ.get("USER", "postgres"))
-
-
-def session_options(settings: Mapping[str, Any]) -> str:
-    """Server settings of every pooled session: read-only, a time budget per statement, serial.
-
-    No parallel query: every request is a short statement and many run at once, so starting
-    parallel workers per statement only adds latency (measured: a flag-filtered page at
-    1,000,000 origins spent most of its time in Gather).
-    """
-    return (
-        "-c default_transaction_read_only=on"
-        f" -c statement_timeout={int(settings['REGISTRY_STATEMENT_TIMEOUT_MS'])}"
-        " -c idle_in_transaction_session_timeout=10000"
-        " -c max_parallel_workers_per_gather=0"
-    )
-
-
-def connection_kwargs(settings: Mapping[str, Any], conninfo: str) -> dict[str, Any]:
-    """libpq parameters of pooled connections: timeouts and keepalives the URL leaves unset."""
-    given = conninfo_to_dict(conninfo)
-    kwargs: dict[str, Any] = {
-        name: value for name, value in TCP_DEFAULTS.items() if name not in given
-    }
-    kwargs.update(
-        {
-            "autocommit": True,
-            # libpq counts whole seconds and treats anything under 2 as 2.
-            "connect_timeout": max(2, round(float(settings["REGISTRY_CONNECT_TIMEOUT_S"]))),
-            "options": session_options(settings),
-            "application_name": "broadcast-registry",
-        }
-    )
-    return kwargs
 
 
 class Database:
@@ -228,25 +161,3 @@ class Database:
                 self._pool.close()
             self._pool = None
             self._pid = None
-
-
-def init_app(app: Flask) -> None:
-    """Attach the pool to the app and return connections at the end of each request."""
-    app.extensions["registry_db"] = Database(app.config)
-    app.teardown_appcontext(_release_connection)
-
-
-def get_connection() -> psycopg.Connection:
-    """The connection of this request, checked out of the pool on first use."""
-    if "registry_conn" not in g:
-        database: Database = current_app.extensions["registry_db"]
-        g.registry_conn = database.getconn()
-    return g.registry_conn
-
-
-def _release_connection(_exc: BaseException | None) -> None:
-    """Give the request's connection back to the pool."""
-    conn = g.pop("registry_conn", None)
-    if conn is not None:
-        database: Database = current_app.extensions["registry_db"]
-        database.putconn(conn)

@@ -1,6 +1,6 @@
 """`registry load`: a graph document into PostgreSQL, all of it or none of it.
 
-The document is streamed: each line is parsed and checked (registry.graph_document), its
+The document is streamed: each line is parsed and checked (registry.loader.document), its
 row spooled to a temporary file per table, and each file sent with COPY into a fresh schema,
 graph_next. PostgreSQL then checks what needs the whole document (unique ids, references,
 the catalog), the read model is built, and graph_next replaces the live graph in the same
@@ -22,10 +22,10 @@ import orjson
 import psycopg
 from psycopg import errors, sql
 
-from registry.graph_document import TABLES, DocumentReader, Problem
-from registry.migrations import SCHEMA_VERSION, apply_migrations
-from registry.queries import QUERIES
-from registry.rendering import render_stream
+from registry.database.migrations import SCHEMA_VERSION, apply_migrations
+from registry.database.queries import QUERIES
+from registry.loader.document import TABLES, DocumentReader, Problem
+from registry.loader.rendering import render_stream
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20

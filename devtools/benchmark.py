@@ -1,6 +1,6 @@
 """`make bench`: the service at scale, measured with wrk through the production gunicorn set-up.
 
-python -m registry.benchmark --origins 100000
+python -m devtools.benchmark --origins 100000
 
 Generates a demo graph of that size once (cached under .bench/), loads it into a database of
 its own (skipped when that database already holds it), serves it with gunicorn.conf.py,
@@ -30,13 +30,13 @@ import orjson
 import psycopg
 from psycopg import sql
 
-from registry.auth import mint_token
-from registry.db import resolve_database_url, with_database
-from registry.demo import write_demo_document
-from registry.loading import GRAPH_FORMAT, load_counts_line, load_document
-from registry.production_stack import Gunicorn, start_gunicorn
-from registry.queries import QUERIES
+from devtools.production_stack import Gunicorn, start_gunicorn
+from registry.database.conninfo import resolve_database_url, with_database
+from registry.database.queries import QUERIES
+from registry.loader.demo import write_demo_document
+from registry.loader.loading import GRAPH_FORMAT, load_counts_line, load_document
 from registry.settings import load_settings
+from registry.tokens.development import mint_token
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -173,7 +173,7 @@ def full_sweep(base: str, token: str) -> tuple[float, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table."""
-    parser = argparse.ArgumentParser(prog="python -m registry.benchmark")
+    parser = argparse.ArgumentParser(prog="python -m devtools.benchmark")
     parser.add_argument("--origins", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=int, default=10)

@@ -6,7 +6,7 @@ import re
 
 import psycopg
 
-from registry.queries import QUERIES
+from registry.database.queries import QUERIES
 
 _NAME = re.compile(r"(\d{3})_(\w+)\Z")
 

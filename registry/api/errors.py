@@ -11,7 +11,7 @@ from marshmallow import ValidationError
 from psycopg_pool import PoolTimeout, TooManyRequests
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from registry.responses import json_response
+from registry.api.responses import json_response
 from schemas.errors import INVALID_PARAMETERS
 
 log = logging.getLogger("registry.errors")

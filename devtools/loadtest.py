@@ -1,7 +1,7 @@
 """`make loadtest` and `make faulttest`: mixed load through nginx and gunicorn, as deployed.
 
-python -m registry.loadtest load  [--origins N] [--seconds 60] [--connections 64]
-python -m registry.loadtest fault [--origins N] [--seconds 60] [--stop-at 20] [--down 10]
+python -m devtools.loadtest load  [--origins N] [--seconds 60] [--connections 64]
+python -m devtools.loadtest fault [--origins N] [--seconds 60] [--stop-at 20] [--down 10]
 
 Both serve a demo graph with gunicorn.conf.py behind deploy/nginx.conf and drive wrk at the
 /v1/ URLs (the ten URLs of `make bench`, picked at random per request, with an admin token),
@@ -36,10 +36,8 @@ from pathlib import Path
 
 import psycopg
 
-from registry.auth import mint_token
-from registry.benchmark import demo_document, pick_targets, prepare_database, urls
-from registry.loading import load_counts_line, load_document
-from registry.production_stack import (
+from devtools.benchmark import demo_document, pick_targets, prepare_database, urls
+from devtools.production_stack import (
     PREFIX,
     REPO,
     Gunicorn,
@@ -49,7 +47,9 @@ from registry.production_stack import (
     start_gunicorn,
     start_nginx,
 )
+from registry.loader.loading import load_counts_line, load_document
 from registry.settings import load_settings
+from registry.tokens.development import mint_token
 
 RECOVERY_LIMIT_S = 5.0
 UNAVAILABLE_BODY = '{"success":false,"error":"Service Unavailable"}'
@@ -405,7 +405,7 @@ def command_fault(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the load test or the fault test."""
-    parser = argparse.ArgumentParser(prog="python -m registry.loadtest")
+    parser = argparse.ArgumentParser(prog="python -m devtools.loadtest")
     parser.add_argument("test", choices=["load", "fault"])
     parser.add_argument("--origins", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)

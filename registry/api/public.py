@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from registry import repository
-from registry.db import get_connection
-from registry.responses import GET_ROUTE, json_response, now_utc
+from registry.api.connection import get_connection
+from registry.api.responses import GET_ROUTE, json_response, now_utc
+from registry.database import repository
 from schemas.params import refuse_any_query
 from schemas.summary import IntegrationStatusSchema
 

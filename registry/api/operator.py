@@ -8,10 +8,10 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, request
 
-from registry import repository
-from registry.db import get_connection
-from registry.errors import OriginNotFound
-from registry.responses import GET_ROUTE, json_response, now_utc
+from registry.api.connection import get_connection
+from registry.api.errors import OriginNotFound
+from registry.api.responses import GET_ROUTE, json_response, now_utc
+from registry.database import repository
 from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema
 from schemas.params import (
     ADDRESS_FORMAT,

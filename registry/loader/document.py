@@ -1,7 +1,7 @@
 """Reading a graph document: JSON Lines, one record per line, checked record by record.
 
 Rules that need the whole document (unique ids, references, the catalog's transports)
-are checked by PostgreSQL after the rows are in; see registry.loading.
+are checked by PostgreSQL after the rows are in; see registry.loader.loading.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from registry.search_text import fold_for_search
+from registry.database.search_text import fold_for_search
 
 TRANSPORTS = ("iptv", "ovp", "ota", "fast")
 PUBLICATION_STATUSES = ("published", "held")

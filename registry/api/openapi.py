@@ -9,7 +9,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, request
 
-from registry.responses import GET_ROUTE, json_response
+from registry.api.responses import GET_ROUTE, json_response
 from schemas.errors import ErrorSchema, ForbiddenSchema, InvalidParametersSchema, UnauthorizedSchema
 from schemas.origin import OriginEnvelopeSchema, OriginListSchema
 from schemas.params import (

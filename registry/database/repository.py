@@ -7,8 +7,8 @@ from typing import Any
 
 import psycopg
 
-from registry.queries import QUERIES
-from registry.search_text import fold_for_search
+from registry.database.queries import QUERIES
+from registry.database.search_text import fold_for_search
 
 _INTEGRATION_STATUS = QUERIES["summary/get_integration_status"]
 _REGISTRY_SUMMARY = QUERIES["summary/get_registry_summary"]
@@ -19,6 +19,7 @@ _LIST_BY_STATION = QUERIES["origins/list_origins_by_station"]
 _SEARCH = QUERIES["origins/search_origins"]
 _ORIGIN_BY_ID = QUERIES["origins/get_origin_by_id"]
 _ORIGIN_BY_ADDRESS = QUERIES["origins/get_origin_by_address"]
+_SCHEMA_STATE = QUERIES["meta/get_schema_state"]
 
 TRANSPORT_BITS = {"iptv": 1, "ovp": 2, "ota": 4, "fast": 8}
 # origin_rows.combo packs the flag filters into one integer (sql/load/build_origin_rows.sql).
@@ -132,3 +133,15 @@ def list_origins(
     row = conn.execute(query, params).fetchone()
     assert row is not None  # each of these queries returns exactly one row
     return int(row[0]), row[1]
+
+
+def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:
+    """The newest applied migration, the version the live graph was built with, and when."""
+    row = conn.execute(_SCHEMA_STATE).fetchone()
+    assert row is not None  # a SELECT of scalar subqueries always returns its one row
+    migrations_version, graph_version, loaded_at = row
+    return {
+        "migrations_version": migrations_version,
+        "graph_version": graph_version,
+        "loaded_at": loaded_at,
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from registry.queries import QUERIES
+from registry.database.queries import QUERIES
 
 
 def create_reader_role(conn: psycopg.Connection, role: str, password: str | None) -> None:

@@ -9,37 +9,23 @@ the instance out of rotation while it fails, and puts it back when it passes.
 from __future__ import annotations
 
 from datetime import UTC
-from typing import Any
 
 import psycopg
 from flask import Blueprint, Response, current_app, request
 
-from registry.db import get_connection
-from registry.errors import DATABASE_UNAVAILABLE, error_response
-from registry.migrations import SCHEMA_VERSION
-from registry.queries import QUERIES
-from registry.responses import GET_ROUTE, json_response
+from registry.api.connection import get_connection
+from registry.api.errors import DATABASE_UNAVAILABLE, error_response
+from registry.api.responses import GET_ROUTE, json_response
+from registry.database.migrations import SCHEMA_VERSION
+from registry.database.repository import get_schema_state
 from schemas.params import refuse_any_query
 
 bp = Blueprint("health", __name__)
 
-_SCHEMA_STATE = QUERIES["meta/get_schema_state"]
 # Probes must see the present, never a cached answer.
 _NO_STORE = {"Cache-Control": "no-store"}
 # Failures meaning the schema is not there at all (never migrated, or no graph loaded).
 _NOT_SET_UP = (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName)
-
-
-def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:
-    """The newest applied migration, the version the live graph was built with, and when."""
-    row = conn.execute(_SCHEMA_STATE).fetchone()
-    assert row is not None  # a SELECT of scalar subqueries always returns its one row
-    migrations_version, graph_version, loaded_at = row
-    return {
-        "migrations_version": migrations_version,
-        "graph_version": graph_version,
-        "loaded_at": loaded_at,
-    }
 
 
 def not_ready(reason: str) -> Response:

@@ -28,7 +28,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from registry.embedded_postgres import embedded_database_url
+from registry.database.embedded import embedded_database_url
 
 REPO = Path(__file__).resolve().parent.parent
 NGINX_SITE = REPO / "deploy" / "nginx.conf"

@@ -1,0 +1,1 @@
+"""The HTTP layer: blueprints, the admin token hook, errors, responses, request logs, OpenAPI."""

@@ -1,0 +1,75 @@
+"""The admin token hook on /registry (contract §6, spec §5): find, verify, decide.
+
+A `before_request` hook guards every path under /registry, routed or not, before any view,
+query or database connection. Verification itself is registry.tokens; this module turns its
+verdict into 401, 403 or 503. See docs/authentication.md for the decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from flask import Flask, Response, current_app, g, request
+
+from registry.api.errors import service_unavailable
+from registry.api.responses import json_response
+from registry.tokens.keys import KeySourceUnavailable
+from registry.tokens.verifier import TokenRejected, TokenVerifier, find_token
+
+log = logging.getLogger("registry.auth")
+
+COOKIE_NAME = "access_token"
+FORBIDDEN_ERROR = "Domain admin access required"
+
+
+def is_registry_path(path: str) -> bool:
+    """True for /registry and everything under it, however many slashes separate segments."""
+    # Werkzeug merges repeated slashes by redirecting, so //registry/x must be guarded too,
+    # or the redirect would tell an anonymous caller that the route exists.
+    collapsed = re.sub(r"/{2,}", "/", path)
+    return collapsed == "/registry" or collapsed.startswith("/registry/")
+
+
+def unauthorized(presented: bool) -> Response:
+    """401 exactly as contract §6 has it; no token, no reason in the body."""
+    challenge = 'Bearer error="invalid_token"' if presented else "Bearer"
+    return json_response({"error": "Unauthorized"}, 401, {"WWW-Authenticate": challenge})
+
+
+def forbidden(roles_claim: str) -> Response:
+    """403: authenticated, but the roles claim names neither admin role."""
+    message = (
+        f"This endpoint requires the global_admin or domain_admin role in the token's "
+        f"{roles_claim} claim."
+    )
+    return json_response({"error": FORBIDDEN_ERROR, "message": message}, 403)
+
+
+def require_admin_token() -> Response | None:
+    """Guard /registry: 401, 403 or 503 here, before routing errors, views or the database."""
+    if not is_registry_path(request.path):
+        return None
+    verifier: TokenVerifier = current_app.extensions["registry_auth"]
+    found = find_token(
+        request.headers.getlist("Authorization"), request.cookies.getlist(COOKIE_NAME)
+    )
+    if found.token is None:
+        return unauthorized(found.presented)
+    try:
+        claims = verifier.verify(found.token)
+    except TokenRejected as rejected:
+        log.debug("token rejected: %s", rejected.reason)
+        return unauthorized(presented=True)
+    except KeySourceUnavailable:
+        return service_unavailable()
+    if not verifier.is_admin(claims):
+        return forbidden(verifier.roles_claim)
+    g.registry_claims = claims
+    return None
+
+
+def register_auth(app: Flask) -> None:
+    """Build the verifier once from app.config (bad settings refuse to start) and add the hook."""
+    app.extensions["registry_auth"] = TokenVerifier.from_settings(app.config)
+    app.before_request(require_admin_token)

@@ -1,0 +1,30 @@
+"""The per-request connection: lent by the worker's pool on first use, kept on `g`, given back."""
+
+from __future__ import annotations
+
+import psycopg
+from flask import Flask, current_app, g
+
+from registry.database.pool import Database
+
+
+def init_app(app: Flask) -> None:
+    """Attach the pool to the app and return connections at the end of each request."""
+    app.extensions["registry_db"] = Database(app.config)
+    app.teardown_appcontext(_release_connection)
+
+
+def get_connection() -> psycopg.Connection:
+    """The connection of this request, checked out of the pool on first use."""
+    if "registry_conn" not in g:
+        database: Database = current_app.extensions["registry_db"]
+        g.registry_conn = database.getconn()
+    return g.registry_conn
+
+
+def _release_connection(_exc: BaseException | None) -> None:
+    """Give the request's connection back to the pool."""
+    conn = g.pop("registry_conn", None)
+    if conn is not None:
+        database: Database = current_app.extensions["registry_db"]
+        database.putconn(conn)

@@ -1,0 +1,1 @@
+"""The database layer: connection settings, the pool, SQL files, repository, migrations, roles."""

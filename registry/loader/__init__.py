@@ -1,0 +1,1 @@
+"""The loader: reading and checking graph documents, loading, rendering the read model, demo."""

@@ -1,0 +1,1 @@
+"""Token verification without Flask: algorithms, keys and JWKS, claims rules, development tokens."""

@@ -1,0 +1,195 @@
+"""Public keys for tokens: a PEM key from configuration, or a JWKS document fetched and cached."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import jwt
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+
+from registry.settings import SettingsError
+
+# The logger keeps its name from before the split, so operators' log filters still match.
+log = logging.getLogger("registry.auth")
+
+MIN_RSA_BITS = 2048
+JWKS_TIMEOUT_S = 5.0
+JWKS_LIFESPAN_S = 300.0
+JWKS_REFETCH_INTERVAL_S = 30.0
+
+PublicKey = (
+    rsa.RSAPublicKey | ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | ed448.Ed448PublicKey
+)
+
+
+class KeySourceUnavailable(Exception):
+    """No key can be had because the JWKS source cannot be read: a 503, not a 401."""
+
+
+class JwksKey(NamedTuple):
+    """One signing key of a JWKS document: the algorithm it declares (if any) and the key."""
+
+    algorithm: str | None
+    key: Any
+
+
+def load_public_key(text: str) -> PublicKey:
+    """REGISTRY_JWT_PUBLIC_KEY: PEM text (a public key or a certificate) or a path to one."""
+    text = text.strip()
+    if text.startswith("-----BEGIN"):
+        # Environment files often carry a PEM on one line with literal \n.
+        data = text.replace("\\n", "\n").encode()
+    else:
+        try:
+            data = Path(text).expanduser().read_bytes()
+        except (OSError, ValueError) as error:
+            reason = getattr(error, "strerror", None) or "not a file name"
+            raise SettingsError(
+                f"REGISTRY_JWT_PUBLIC_KEY is neither PEM text nor a readable file ({reason})"
+            ) from None
+    try:
+        if b"-----BEGIN CERTIFICATE" in data:
+            key: Any = x509.load_pem_x509_certificate(data).public_key()
+        else:
+            key = serialization.load_pem_public_key(data)
+    except ValueError:
+        raise SettingsError(
+            "REGISTRY_JWT_PUBLIC_KEY does not hold a PEM public key or certificate"
+        ) from None
+    if isinstance(key, rsa.RSAPublicKey):
+        if key.key_size < MIN_RSA_BITS:
+            raise SettingsError(
+                f"REGISTRY_JWT_PUBLIC_KEY is a {key.key_size}-bit RSA key; "
+                f"at least {MIN_RSA_BITS} bits are needed"
+            )
+        return key
+    if isinstance(key, ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | ed448.Ed448PublicKey):
+        return key
+    raise SettingsError("REGISTRY_JWT_PUBLIC_KEY must be an RSA, EC or Ed25519/Ed448 key")
+
+
+def parse_jwks(document: Any) -> dict[str, JwksKey]:
+    """The usable signing keys of a JWKS document, by kid; keys we cannot use are skipped."""
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        return {}
+    keys: dict[str, JwksKey] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        kid = entry.get("kid")
+        if not isinstance(kid, str) or not kid or kid in keys:
+            continue
+        # A key set never supplies a shared secret: HMAC keys come from configuration only.
+        if entry.get("use", "sig") != "sig" or entry.get("kty") not in ("RSA", "EC", "OKP"):
+            continue
+        try:
+            jwk = jwt.PyJWK(entry)
+        except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+            continue
+        declared = entry.get("alg")
+        keys[kid] = JwksKey(declared if isinstance(declared, str) else None, jwk.key)
+    return keys
+
+
+class JwksKeySet:
+    """The keys of a JWKS URL by kid: cached, refetched for an unknown kid at most every 30 s."""
+
+    # Also: re-read after the lifespan, served stale while the source is down (better than
+    # refusing every caller), and a failed fetch not retried within the back-off, so a dead
+    # source costs each worker one timeout per back-off, not one per request. `fetches`
+    # counts reads of the source.
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = JWKS_TIMEOUT_S,
+        lifespan: float = JWKS_LIFESPAN_S,
+        refetch_interval: float = JWKS_REFETCH_INTERVAL_S,
+        failure_backoff: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        """Check the URL's scheme; nothing is fetched until a token needs a key."""
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        self._read: Callable[[], Any]
+        if scheme in ("http", "https"):
+            # PyJWKClient fetches (no redirects, timeout); the caching is ours, because its
+            # per-kid cache would keep accepting a key after the set has dropped it.
+            self._read = jwt.PyJWKClient(url, cache_jwk_set=False, timeout=timeout).fetch_data
+        elif scheme == "file":
+            # Recent PyJWKClient refuses file://, so a local document is read here; the
+            # caching rules are the same.
+            path = Path(url2pathname(parts.path))
+            self._read = lambda: json.loads(path.read_bytes())
+        else:
+            raise SettingsError("REGISTRY_JWKS_URL must be an https://, http:// or file:// URL")
+        self.lifespan = lifespan
+        self.refetch_interval = refetch_interval
+        self.failure_backoff = failure_backoff
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._keys: dict[str, JwksKey] | None = None
+        self._fetched_at = 0.0
+        # No attempt yet: as if the last one was long ago.
+        self._attempted_at = -math.inf
+        self._last_failed = False
+        self.fetches = 0
+
+    def key_for(self, kid: str) -> JwksKey | None:
+        """The key with this kid, or None; raises KeySourceUnavailable when no set can be had."""
+        with self._lock:
+            now = self.clock()
+            if self._keys is None or now - self._fetched_at >= self.lifespan:
+                self._refresh(now, keep_stale=True)
+            keys = self._keys or {}
+            key = keys.get(kid)
+            if key is None:
+                if now - self._attempted_at >= self.refetch_interval:
+                    self._refresh(now, keep_stale=False)
+                    key = (self._keys or {}).get(kid)
+                elif self._last_failed:
+                    # The source is down; the kid may belong to a key we cannot see yet.
+                    raise KeySourceUnavailable("the JWKS source is unavailable")
+            return key
+
+    def _refresh(self, now: float, *, keep_stale: bool) -> None:
+        """Fetch the set; on failure keep serving the cached one when allowed, else raise."""
+        recently_failed = self._last_failed and now - self._attempted_at < self.failure_backoff
+        if not recently_failed:
+            self._attempted_at = now
+            try:
+                keys = self._fetch()
+            except KeySourceUnavailable:
+                self._last_failed = True
+            else:
+                self._keys, self._fetched_at, self._last_failed = keys, now, False
+                return
+        if self._keys is None or not keep_stale:
+            raise KeySourceUnavailable("the JWKS source is unavailable")
+
+    def _fetch(self) -> dict[str, JwksKey]:
+        """Read the document once and keep its usable keys."""
+        self.fetches += 1
+        try:
+            document = self._read()
+        except (jwt.PyJWTError, OSError, ValueError) as error:
+            log.warning("JWKS fetch failed: %s: %s", type(error).__name__, str(error)[:200])
+            raise KeySourceUnavailable("the JWKS source is unavailable") from None
+        keys = parse_jwks(document)
+        if not keys:
+            log.warning("JWKS document holds no usable signing keys")
+            raise KeySourceUnavailable("the JWKS document holds no usable keys")
+        return keys
