@@ -18,8 +18,8 @@ import psycopg
 import pytest
 
 from registry.database import repository
-from registry.database.generations import graph_statement
 from registry.database.conninfo import connection_kwargs
+from registry.database.generations import graph_statement
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
 from registry.loader.loading import load_document
