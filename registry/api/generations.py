@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 from flask import Flask, Response, request
+from werkzeug.datastructures import Headers
 from werkzeug.http import http_date
 
 from registry.api.admin_token import is_registry_path
@@ -30,6 +31,9 @@ from registry.database.generations import (
     read_generation,
 )
 from schemas.errors import INVALID_PARAMETERS
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 JSON = "application/json"
 GENERATION_HEADER = "Registry-Generation"
@@ -106,9 +110,22 @@ def not_modified_early(
     return None
 
 
+class NotModifiedResponse(Response):
+    """304 that keeps Last-Modified: contract 7 sends it on 304 too, and werkzeug would strip
+    it with the other representation headers (RFC 9110 allows it: 15.4.5)."""
+
+    def get_wsgi_headers(self, environ: WSGIEnvironment) -> Headers:
+        """Werkzeug's 304 headers, with Last-Modified put back."""
+        headers = super().get_wsgi_headers(environ)
+        modified = self.headers.get("Last-Modified")
+        if modified is not None and "Last-Modified" not in headers:
+            headers["Last-Modified"] = modified
+        return headers
+
+
 def not_modified_response(headers: dict[str, str]) -> Response:
     """304: no body, the answer's validators and Cache-Control."""
-    response = Response(status=304, headers=headers)
+    response = NotModifiedResponse(status=304, headers=headers)
     del response.headers["Content-Type"]
     return response
 

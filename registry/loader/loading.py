@@ -32,8 +32,10 @@ from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
 DEFAULT_KEEP_GENERATIONS = 2
-# Tries at dropping a retired generation, each waiting lock_timeout for its readers.
-DROP_ATTEMPTS = 3
+# Tries at dropping a retired generation while pinned readers are inside it, and the pause
+# between them: about 5 s in all, then the next load tries again.
+DROP_ATTEMPTS = 11
+DROP_PAUSE_S = 0.5
 # A fingerprint of everything that shapes the stored graph: its tables, the load steps and
 # the schema every record is dumped with.
 GRAPH_FORMAT = hashlib.sha256(
@@ -304,27 +306,38 @@ def _record_generation(conn: psycopg.Connection, origins: int) -> tuple[int, dat
 
 
 def _drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
-    """Drop generations past the newest keep, waiting briefly for in-flight readers of each.
+    """Drop generations past the newest keep, when no reader is inside them.
 
-    A drop that cannot get its locks is left for the next load: until then the generation
-    is still kept (and reported so), and pinned reads of it keep working.
+    Each drop first takes all the generation's tables at once without waiting, so pinned
+    readers never queue behind it (they wait only for the DROP itself, milliseconds); while
+    readers are inside, it tries again a few times, then leaves the generation to the next
+    load: until then it is still kept (and reported so), and pinned reads of it keep working.
     """
     rows = conn.execute(QUERIES["load/list_generations_to_drop"], {"keep": keep}).fetchall()
     for (generation,) in rows:
-        statement = sql.SQL(QUERIES["load/drop_generation_schema"]).format(
-            schema=sql.Identifier(schema_name(int(generation)))
-        )
-        for _ in range(DROP_ATTEMPTS):
+        schema = schema_name(int(generation))
+        for attempt in range(DROP_ATTEMPTS):
+            if attempt:
+                time.sleep(DROP_PAUSE_S)
             try:
                 with conn.transaction():
-                    conn.execute(QUERIES["load/set_lock_timeout"])
-                    conn.execute(statement)
-                    conn.execute(
-                        QUERIES["load/mark_generation_dropped"], {"generation": generation}
-                    )
+                    _drop_generation(conn, int(generation), schema)
                 break
             except errors.LockNotAvailable:
-                time.sleep(0.5)
+                continue
+
+
+def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
+    """In the caller's transaction: lock every table of schema, drop it, mark it dropped."""
+    conn.execute(QUERIES["load/set_lock_timeout"])
+    tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
+    if tables:
+        names = sql.SQL(", ").join(sql.Identifier(schema, table) for (table,) in tables)
+        conn.execute(sql.SQL(QUERIES["load/lock_generation_tables"]).format(tables=names))
+    conn.execute(
+        sql.SQL(QUERIES["load/drop_generation_schema"]).format(schema=sql.Identifier(schema))
+    )
+    conn.execute(QUERIES["load/mark_generation_dropped"], {"generation": generation})
 
 
 def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
