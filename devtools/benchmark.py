@@ -114,8 +114,23 @@ def _milliseconds(value: str, unit: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def run_wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, Any]:
+# Rows also driven with If-None-Match set to their current ETag: the 304 path (one tiny
+# query, no listing or lookup), reported beside their 200 row.
+REVALIDATED = ("origins (first page, limit 50)", "origin by id")
+
+
+def current_etag(url: str, token: str) -> str:
+    """The ETag a plain GET of url answers with now."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return str(answer.headers["ETag"])
+
+
+def run_wrk(
+    url: str, token: str, seconds: int, connections: int, headers: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """One wrk run: requests/s, p50 and p99 in ms, and any errors it saw."""
+    extra = [item for header in headers for item in ("-H", header)]
     output = subprocess.run(
         [
             "wrk",
@@ -125,6 +140,7 @@ def run_wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, A
             "--latency",
             "-H",
             f"Authorization: Bearer {token}",
+            *extra,
             url,
         ],
         capture_output=True,
@@ -208,6 +224,17 @@ def main(argv: list[str] | None = None) -> int:
                 result = run_wrk(server.base + path, token, args.seconds, args.connections)
                 rows.append((label, result))
                 print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
+                if label in REVALIDATED:
+                    tag = current_etag(server.base + path, token)
+                    conditional = (f"If-None-Match: {tag}",)
+                    run_wrk(server.base + path, token, 2, args.connections, conditional)
+                    revalidated = run_wrk(
+                        server.base + path, token, args.seconds, args.connections, conditional
+                    )
+                    ratio = revalidated["rps"] / result["rps"] if result["rps"] else 0.0
+                    row = f"{label}: 304 (If-None-Match), {ratio:.1f}x the 200 row"
+                    rows.append((row, revalidated))
+                    print(f"  {row:34} {revalidated['rps']:9.1f} req/s", flush=True)
             sweep_s, swept = full_sweep(server.base, token)
             rss_after = worker_rss_mb(server)
         finally:
