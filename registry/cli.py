@@ -109,13 +109,24 @@ def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db create-reader ROLE: a login role that can SELECT the graph and nothing else."""
-    from registry.database.roles import create_reader_role
+    from registry.database.roles import ReaderRoleRefused, create_reader_role
     from registry.loader.loading import ensure_graph
 
+    password = settings.get("REGISTRY_READER_PASSWORD")
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            print("registry db create-reader: no password on standard input", file=sys.stderr)
+            return 1
     with _connect(settings) as conn:
         ensure_graph(conn)
-        create_reader_role(conn, args.role, args.password)
-    print(f"role {args.role} can now read the graph (SELECT only)")
+        try:
+            create_reader_role(conn, args.role, password)
+        except ReaderRoleRefused as refused:
+            print(f"registry db create-reader: {refused}; nothing changed", file=sys.stderr)
+            return 1
+    note = "" if password is None else ", password set"
+    print(f"role {args.role} can now read the graph (SELECT only{note})")
     return 0
 
 
@@ -219,7 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reader = db_commands.add_parser("create-reader", help="create a SELECT-only login role")
     reader.add_argument("role", metavar="ROLE")
-    reader.add_argument("--password", default=None, help="the role's password (default: none)")
+    reader.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the role's password from the first line of standard input "
+        "(else REGISTRY_READER_PASSWORD, else none); it is sent to the server hashed",
+    )
     reader.set_defaults(run=command_db_create_reader)
 
     token = commands.add_parser("token", help="mint a development token (HS256 secret needed)")

@@ -27,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_POOL_MAX_WAITING": 64,
     "REGISTRY_RETRY_AFTER_S": 2,
     "REGISTRY_LOG_LEVEL": "INFO",
+    # Read by `registry db create-reader` only: the new role's password (never in argv).
+    "REGISTRY_READER_PASSWORD": None,
 }
 
 _INTEGERS = {
