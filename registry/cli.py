@@ -19,6 +19,16 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
     return psycopg.connect(resolve_database_url(settings), autocommit=True)
 
 
+def database_failure(error: psycopg.Error) -> str:
+    """One line saying what the database did to a load: lost, or refused it and why."""
+    diag = error.diag
+    message = (diag.message_primary or str(error).strip() or type(error).__name__).splitlines()[0]
+    sqlstate = error.sqlstate
+    if sqlstate is None or sqlstate.startswith("08"):
+        return f"lost the connection to the database during the load: {message}"
+    return f"the database refused the load: {message} (SQLSTATE {sqlstate})"
+
+
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
     from registry.loader.loading import LoadRejected, load_counts_line, load_document
@@ -39,7 +49,17 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         return 1
     try:
         with _connect(settings) as conn:
-            result = load_document(conn, stream, progress if interactive else None)
+            try:
+                result = load_document(conn, stream, progress if interactive else None)
+            except psycopg.Error as error:
+                # Not the document's fault (its problems are LoadRejected): the transaction
+                # is rolled back, so the served graph is the one before.
+                if interactive:
+                    sys.stderr.write("\n")
+                print(
+                    f"registry load: {database_failure(error)}; nothing changed.", file=sys.stderr
+                )
+                return 1
     except LoadRejected as rejected:
         if interactive:
             sys.stderr.write("\n")
