@@ -119,11 +119,19 @@ def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> i
 
 def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db stop: stop the embedded server."""
-    from registry.database.embedded import stop_embedded
+    from registry.database.embedded import EmbeddedStopFailed, stop_embedded
     from registry.settings import state_dir
 
-    stopped = stop_embedded(state_dir(settings))
-    print("embedded PostgreSQL stopped" if stopped else "no embedded PostgreSQL was running")
+    folder = state_dir(settings)
+    try:
+        pid = stop_embedded(folder)
+    except EmbeddedStopFailed as failure:
+        print(f"registry db stop: {failure}", file=sys.stderr)
+        return 1
+    if pid is None:
+        print(f"no embedded PostgreSQL was running under {folder}")
+    else:
+        print(f"embedded PostgreSQL under {folder} stopped (its postmaster, pid {pid}, has exited)")
     return 0
 
 
