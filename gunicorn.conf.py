@@ -10,10 +10,13 @@ request at a time), opened after the fork. REGISTRY_WORKER_CLASS and REGISTRY_TH
 override the choice for an experiment.
 """
 
+import json
 import multiprocessing
 import os
 import subprocess
 import sys
+
+from gunicorn import util
 
 bind = os.environ.get("REGISTRY_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("REGISTRY_WORKERS", multiprocessing.cpu_count() * 2 + 1))
@@ -36,6 +39,25 @@ control_socket_disable = True
 
 # A worker holds at most one connection per thread at a time; the pool needs no more.
 raw_env = [f"REGISTRY_POOL_MAX_SIZE={os.environ.get('REGISTRY_POOL_MAX_SIZE', threads)}"]
+
+
+def write_json_error(sock, status_int, reason, mesg):
+    """gunicorn's answer to a request it refuses itself, as the API's JSON error body.
+
+    gunicorn has no setting for this page: its workers call gunicorn.util.write_error, which
+    writes HTML echoing the request line. Replacing it here (the workers fork from this
+    process) makes every answer JSON, direct or through nginx, and echoes nothing.
+    """
+    body = json.dumps({"success": False, "error": reason}).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nCache-Control: no-store\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+util.write_error = write_json_error
 
 
 def _database(worker):

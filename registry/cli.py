@@ -19,6 +19,16 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
     return psycopg.connect(resolve_database_url(settings), autocommit=True)
 
 
+def database_failure(error: psycopg.Error) -> str:
+    """One line saying what the database did to a load: lost, or refused it and why."""
+    diag = error.diag
+    message = (diag.message_primary or str(error).strip() or type(error).__name__).splitlines()[0]
+    sqlstate = error.sqlstate
+    if sqlstate is None or sqlstate.startswith("08"):
+        return f"lost the connection to the database during the load: {message}"
+    return f"the database refused the load: {message} (SQLSTATE {sqlstate})"
+
+
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
     from registry.loader.loading import (
@@ -44,12 +54,22 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         return 1
     try:
         with _connect(settings) as conn:
-            result = load_document(
-                conn,
-                stream,
-                progress if interactive else None,
-                keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
-            )
+            try:
+                result = load_document(
+                    conn,
+                    stream,
+                    progress if interactive else None,
+                    keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+                )
+            except psycopg.Error as error:
+                # Not the document's fault (its problems are LoadRejected): the transaction
+                # is rolled back, so the served graph is the one before.
+                if interactive:
+                    sys.stderr.write("\n")
+                print(
+                    f"registry load: {database_failure(error)}; nothing changed.", file=sys.stderr
+                )
+                return 1
     except LoadRejected as rejected:
         if interactive:
             sys.stderr.write("\n")
@@ -111,23 +131,42 @@ def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> i
 
 def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db stop: stop the embedded server."""
-    from registry.database.embedded import stop_embedded
+    from registry.database.embedded import EmbeddedStopFailed, stop_embedded
     from registry.settings import state_dir
 
-    stopped = stop_embedded(state_dir(settings))
-    print("embedded PostgreSQL stopped" if stopped else "no embedded PostgreSQL was running")
+    folder = state_dir(settings)
+    try:
+        pid = stop_embedded(folder)
+    except EmbeddedStopFailed as failure:
+        print(f"registry db stop: {failure}", file=sys.stderr)
+        return 1
+    if pid is None:
+        print(f"no embedded PostgreSQL was running under {folder}")
+    else:
+        print(f"embedded PostgreSQL under {folder} stopped (its postmaster, pid {pid}, has exited)")
     return 0
 
 
 def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db create-reader ROLE: a login role that can SELECT the graph and nothing else."""
-    from registry.database.roles import create_reader_role
+    from registry.database.roles import ReaderRoleRefused, create_reader_role
     from registry.loader.loading import ensure_graph
 
+    password = settings.get("REGISTRY_READER_PASSWORD")
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            print("registry db create-reader: no password on standard input", file=sys.stderr)
+            return 1
     with _connect(settings) as conn:
         ensure_graph(conn)
-        create_reader_role(conn, args.role, args.password)
-    print(f"role {args.role} can now read the graph (SELECT only)")
+        try:
+            create_reader_role(conn, args.role, password)
+        except ReaderRoleRefused as refused:
+            print(f"registry db create-reader: {refused}; nothing changed", file=sys.stderr)
+            return 1
+    note = "" if password is None else ", password set"
+    print(f"role {args.role} can now read the graph (SELECT only{note})")
     return 0
 
 
@@ -231,7 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reader = db_commands.add_parser("create-reader", help="create a SELECT-only login role")
     reader.add_argument("role", metavar="ROLE")
-    reader.add_argument("--password", default=None, help="the role's password (default: none)")
+    reader.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the role's password from the first line of standard input "
+        "(else REGISTRY_READER_PASSWORD, else none); it is sent to the server hashed",
+    )
     reader.set_defaults(run=command_db_create_reader)
 
     token = commands.add_parser("token", help="mint a development token (HS256 secret needed)")

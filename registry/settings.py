@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_LOG_LEVEL": "INFO",
     # Generations kept for pinned reads (contract 7): the current one and those before it.
     "REGISTRY_KEEP_GENERATIONS": 2,
+    # Read by `registry db create-reader` only: the new role's password (never in argv).
+    "REGISTRY_READER_PASSWORD": None,
 }
 
 _INTEGERS = {

@@ -15,6 +15,10 @@ from schemas.origin import INT32_MAX, TRANSPORTS
 _DIGITS = re.compile(r"[0-9]+\Z")
 # What the OpenAPI document promises a free-text value looks like: not empty, no NUL.
 _TEXT_PATTERN = "^[^\\u0000]+$"
+# The longest free-text value (contract 4), in characters. It also bounds the Link header: a
+# character is at most 12 bytes percent-encoded, so a listing's four links stay well inside
+# the response-header buffer nginx gives the app (deploy/nginx.conf, docs/api.md).
+MAX_TEXT_LENGTH = 256
 
 # The path parameters' forms, for the views (with re.fullmatch) and the OpenAPI document.
 # A value of another form is a 404 like an unknown one (contract 5), not a 400.
@@ -119,10 +123,17 @@ class Text(QueryParameter):
         metadata = {
             "type": "string",
             "minLength": 1,
+            "maxLength": MAX_TEXT_LENGTH,
             "pattern": _TEXT_PATTERN,
             "description": description,
         }
         super().__init__(metadata=metadata, **kwargs)
+
+    def parse(self, text: str) -> str:
+        """The text itself, when not too long."""
+        if len(text) > MAX_TEXT_LENGTH:
+            raise ValidationError(f"must be at most {MAX_TEXT_LENGTH} characters")
+        return text
 
 
 class StrictQuerySchema(Schema):

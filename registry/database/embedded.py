@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import signal
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -33,15 +36,67 @@ def embedded_database_url(state_dir: Path, database: str = "postgres") -> str:
     return str(server.get_uri(database))
 
 
-def stop_embedded(state_dir: Path) -> bool:
-    """Stop the embedded server if one runs under state_dir; say whether one did."""
+def stop_embedded(state_dir: Path, wait_s: float = 60.0) -> int | None:
+    """Stop the embedded server under state_dir; its postmaster's pid, or None if none ran.
+
+    pgserver's own cleanup stops the server only when the calling process holds its last
+    "handle", and every process that ever used the server (gunicorn workers, tests, killed
+    ones included) leaves one, so it would quietly do nothing. The server is stopped here as
+    PostgreSQL documents it: SIGINT to the postmaster (a fast shutdown), then waiting until it
+    is gone. EmbeddedStopFailed if it is still running after wait_s.
+    """
     pgdata = state_dir / "pgdata"
-    if not (pgdata / "postmaster.pid").exists():
-        return False
     with _locked(state_dir / ".pgserver.lock"):
-        server = _pgserver().get_server(pgdata, cleanup_mode="stop")
-        server.cleanup()
-    return True
+        pid = _running_postmaster(pgdata)
+        if pid is None:
+            return None
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + wait_s
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                raise EmbeddedStopFailed(
+                    f"the embedded PostgreSQL (pid {pid}) is still running after {wait_s:g} s"
+                )
+            time.sleep(0.1)
+    return pid
+
+
+class EmbeddedStopFailed(Exception):
+    """The embedded server did not stop in time."""
+
+
+def _running_postmaster(pgdata: Path) -> int | None:
+    """The pid in pgdata's postmaster.pid when that process is a live PostgreSQL server."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    if not _alive(pid):
+        return None  # a stale file left by a crash
+    try:
+        import psutil  # pgserver's own dependency
+
+        name = psutil.Process(pid).name()
+    except Exception:  # gone meanwhile, or not ours to inspect
+        return None
+    # A pid from a stale file may since belong to another program: leave that one alone.
+    return pid if name.startswith("postgres") else None
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid exists (and has not been reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        import psutil
+
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except Exception:
+        return False
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ are checked by PostgreSQL after the rows are in; see registry.loader.loading.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -23,6 +24,14 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 ORIGIN_ID = re.compile(rf"svc:origin:({_UUID})\Z")
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z")
+# Limits (docs/loading.md), in characters: ids are keys of btree indexes, whose rows must stay
+# well under PostgreSQL's ~2.7 KB (256 characters are at most 1 KB of UTF-8), and network ids
+# must fit the API's network_id filter (256); free text is shown, never indexed by btree.
+MAX_ID_LENGTH = 256
+MAX_TEXT_LENGTH = 1024
+# The longest line, in bytes with its newline: far above any valid record (about 40 KB with
+# every text field at its limit, written as \u escapes), and what one line may cost in memory.
+MAX_LINE_BYTES = 1 << 20
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
@@ -59,6 +68,21 @@ def _nonempty_string(value: Any) -> str:
     return value
 
 
+def _at_most(limit: int, rule: Callable[[Any], str]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        value = rule(value)
+        if len(value) > limit:
+            raise FieldError(f"too long: {len(value)} characters, at most {limit}")
+        return value
+
+    check.__name__ = f"{rule.__name__}_at_most_{limit}"
+    return check
+
+
+_id = _at_most(MAX_ID_LENGTH, _nonempty_string)
+_text = _at_most(MAX_TEXT_LENGTH, _string)
+
+
 def _optional(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         return None if value is None else rule(value)
@@ -85,7 +109,7 @@ def _integer_between(low: int, high: int) -> Callable[[Any], int]:
 
 
 def _origin_id(value: Any) -> str:
-    value = _string(value)
+    value = _at_most(MAX_ID_LENGTH, _string)(value)
     match = ORIGIN_ID.match(value)
     if match is None:
         raise FieldError(f"must be svc:origin:<uuid>, not {_quote(value)}")
@@ -129,7 +153,8 @@ def _transports(value: Any) -> str:
     return "{" + ",".join(value) + "}"
 
 
-_optional_string = _optional(_string)
+_optional_text = _optional(_text)
+_optional_id = _optional(_at_most(MAX_ID_LENGTH, _string))
 _int32 = _integer_between(0, INT32_MAX)
 _optional_int64 = _optional(_integer_between(INT64_MIN, INT64_MAX))
 _optional_origin_id = _optional(_origin_id)
@@ -137,17 +162,17 @@ _optional_date_time = _optional(_date_time)
 
 # (field, rule, required). Tables take the checked values in this order, then source_line.
 RECORD_FIELDS: dict[str, tuple[tuple[str, Callable[[Any], Any], bool], ...]] = {
-    "network": (("id", _nonempty_string, True), ("name", _optional_string, True)),
+    "network": (("id", _id, True), ("name", _optional_text, True)),
     "origin": (
         ("id", _origin_id, True),
-        ("name", _string, True),
-        ("network_id", _optional(_nonempty_string), True),
-        ("registry_id", _optional_string, True),
+        ("name", _text, True),
+        ("network_id", _optional(_id), True),
+        ("registry_id", _optional_id, True),
         ("reviewed", _boolean, True),
     ),
     "governance_edge": (
         ("origin_id", _origin_id, True),
-        ("governor_id", _nonempty_string, True),
+        ("governor_id", _id, True),
         ("active", _boolean, True),
     ),
     "allocation": (
@@ -157,14 +182,14 @@ RECORD_FIELDS: dict[str, tuple[tuple[str, Callable[[Any], Any], bool], ...]] = {
         ("channel", _int32, True),
         ("publication_status", _optional(_one_of(*PUBLICATION_STATUSES)), True),
         ("held_at", _optional_date_time, True),
-        ("held_reason", _optional_string, False),
+        ("held_reason", _optional_text, False),
     ),
     "carriage": (
-        ("id", _nonempty_string, True),
+        ("id", _id, True),
         ("transport", _optional(_one_of(*TRANSPORTS)), True),
-        ("provider", _optional_string, True),
-        ("source", _optional_string, True),
-        ("availability", _optional_string, True),
+        ("provider", _optional_text, True),
+        ("source", _optional_text, True),
+        ("availability", _optional_text, True),
         ("origin_id", _optional_origin_id, True),
     ),
     "catalog": (("transports", _transports, True),),
@@ -351,6 +376,10 @@ class DocumentReader:
         except orjson.JSONDecodeError as error:
             self.add_problems([Problem(line, "record", f"invalid JSON: {error.msg}")])
             return
+        repeated = _repeated_key(raw, record)
+        if repeated is not None:
+            self.add_problems([Problem(line, repeated, "given more than once in the record")])
+            return
         checked = check_record(line, record)
         if isinstance(checked, list):
             self.add_problems(checked)
@@ -373,7 +402,52 @@ class DocumentReader:
 
     def read(self, stream: IO[bytes], progress: Callable[[int], None] | None = None) -> None:
         """Read a whole binary stream, calling progress(lines) every 100,000 lines."""
-        for number, raw in enumerate(stream, start=1):
-            self.read_line(number, raw)
+        number = 0
+        # readline with a limit: a line never costs more memory than MAX_LINE_BYTES.
+        while raw := stream.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                self.lines = number
+                self.add_problems(
+                    [Problem(number, "record", f"line too long: over {MAX_LINE_BYTES} bytes")]
+                )
+                while not raw.endswith(b"\n") and (raw := stream.readline(1 << 16)):
+                    pass
+            else:
+                self.read_line(number, raw)
             if progress is not None and number % 100_000 == 0:
                 progress(number)
+
+
+def _repeated_key(raw: bytes, record: Any) -> str | None:
+    """A key given twice in the line's top-level object (orjson keeps the last silently).
+
+    Quick path: every key and every string value of the line is one pair of quotes, and a
+    repeated key adds a pair the parsed record does not account for. So when the line holds
+    exactly as many quotes as the record's keys and strings need, no key was repeated. Any
+    other line (repeated keys, escaped quotes, nested objects) is parsed again by the
+    standard library, which sees every key.
+    """
+    if not isinstance(record, dict):
+        return None
+    strings = len(record)
+    for value in record.values():
+        if type(value) is str:
+            strings += 1
+        elif type(value) is list and all(type(item) is str for item in value):
+            strings += len(value)
+        elif type(value) is list or type(value) is dict:
+            strings = -1
+            break
+    if raw.count(b'"') == 2 * strings:
+        return None
+    try:
+        pairs: list[tuple[str, Any]] = json.loads(raw, object_pairs_hook=lambda pairs: pairs)
+    except ValueError:  # orjson took it; nothing more to learn here
+        return None
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
@@ -14,16 +13,19 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import jwt
+import orjson
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
 from registry.settings import SettingsError
+from registry.tokens.jwks_fetch import MAX_JWKS_BYTES, JwksFetchError, fetch_jwks_bytes
 
 # The logger keeps its name from before the split, so operators' log filters still match.
 log = logging.getLogger("registry.auth")
 
 MIN_RSA_BITS = 2048
+# The whole fetch of a JWKS document, connect to last byte (not per read).
 JWKS_TIMEOUT_S = 5.0
 JWKS_LIFESPAN_S = 300.0
 JWKS_REFETCH_INTERVAL_S = 30.0
@@ -103,6 +105,15 @@ def parse_jwks(document: Any) -> dict[str, JwksKey]:
     return keys
 
 
+def _read_capped(path: Path) -> bytes:
+    """A local JWKS document, refused past the same size cap as a fetched one."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_JWKS_BYTES + 1)
+    if len(data) > MAX_JWKS_BYTES:
+        raise JwksFetchError(f"document over {MAX_JWKS_BYTES} bytes")
+    return data
+
+
 class JwksKeySet:
     """The keys of a JWKS URL by kid: cached, refetched for an unknown kid at most every 30 s."""
 
@@ -126,14 +137,13 @@ class JwksKeySet:
         scheme = parts.scheme.lower()
         self._read: Callable[[], Any]
         if scheme in ("http", "https"):
-            # PyJWKClient fetches (no redirects, timeout); the caching is ours, because its
-            # per-kid cache would keep accepting a key after the set has dropped it.
-            self._read = jwt.PyJWKClient(url, cache_jwk_set=False, timeout=timeout).fetch_data
+            # Our own fetch: a total deadline and a size cap (jwks_fetch). The caching is ours
+            # too, because PyJWKClient's per-kid cache would keep accepting a key after the
+            # set has dropped it.
+            self._read = lambda: fetch_jwks_bytes(url, timeout)
         elif scheme == "file":
-            # Recent PyJWKClient refuses file://, so a local document is read here; the
-            # caching rules are the same.
             path = Path(url2pathname(parts.path))
-            self._read = lambda: json.loads(path.read_bytes())
+            self._read = lambda: _read_capped(path)
         else:
             raise SettingsError("REGISTRY_JWKS_URL must be an https://, http:// or file:// URL")
         self.lifespan = lifespan
@@ -184,11 +194,13 @@ class JwksKeySet:
         """Read the document once and keep its usable keys."""
         self.fetches += 1
         try:
-            document = self._read()
-        except (jwt.PyJWTError, OSError, ValueError) as error:
+            # orjson refuses nesting past 1024 levels (the standard library would raise
+            # RecursionError); anything else a hostile document can cause is caught as well,
+            # so that a bad source is "no key" (503, retried after the back-off), never a 500.
+            keys = parse_jwks(orjson.loads(self._read()))
+        except Exception as error:  # every failure of the source means no key
             log.warning("JWKS fetch failed: %s: %s", type(error).__name__, str(error)[:200])
             raise KeySourceUnavailable("the JWKS source is unavailable") from None
-        keys = parse_jwks(document)
         if not keys:
             log.warning("JWKS document holds no usable signing keys")
             raise KeySourceUnavailable("the JWKS document holds no usable keys")

@@ -29,6 +29,7 @@ REPEATED = "given more than once; give it once"
 NUL = "must not contain NUL characters"
 UNKNOWN = "unknown parameter"
 NOT_FLAG = "must be true or false"
+TOO_LONG = "must be at most 256 characters"
 
 BAD_PARAMETERS = [
     # unknown names, names are case-sensitive
@@ -87,6 +88,10 @@ BAD_PARAMETERS = [
     ("network_id=%00", "network_id", NUL),
     ("transport=iptv%00", "transport", NUL),
     ("page=1%00", "page", NUL),
+    # free text over 256 characters (a character, not a byte, is the unit)
+    ("search=" + "%2F" * 2700, "search", TOO_LONG),
+    ("search=" + "a" * 257, "search", TOO_LONG),
+    ("network_id=" + "%C3%A9" * 257, "network_id", TOO_LONG),
 ]
 
 
@@ -100,6 +105,13 @@ def test_bad_parameter(api_admin: CheckedClient, query: str, name: str, why: str
     assert body["error"] == INVALID
     assert list(body["details"]) == [name]
     assert len(body["details"][name]) == 1 and body["details"][name][0].startswith(why)
+
+
+@pytest.mark.parametrize("name", ["search", "network_id"])
+def test_free_text_of_256_characters_is_accepted(api_admin: CheckedClient, name: str):
+    """The cap is 256 characters, whatever their encoded size (4-byte ones here)."""
+    body = api_admin.json(f"/registry/origins?{name}=" + "%F0%9F%93%BA" * 256)
+    assert body["filters_applied"] == {name: "\U0001f4fa" * 256}
 
 
 def test_several_bad_parameters(api_admin: CheckedClient):

@@ -21,7 +21,7 @@ from devtools.production_stack import (
     start_nginx,
 )
 from tests.conftest import TEST_SECRET, make_token
-from tests.e2e.raw_http import Answer, request
+from tests.e2e.raw_http import Answer, raw_request, request
 
 pytestmark = [
     pytest.mark.e2e,
@@ -210,7 +210,7 @@ def test_a_request_line_over_8190_bytes_is_a_json_414(stack: Stack):
     assert_json_error(answer, 414, "URI Too Long")
     direct = request(stack.gunicorn.port, "/registry/origins?search=" + "a" * 9000)
     assert direct.status == 414
-    assert direct.header("Content-Type") == "text/html"  # the caveat of going direct
+    assert direct.json() == {"success": False, "error": "URI Too Long"}
 
 
 def test_a_header_field_over_8_kb_is_a_json_400(stack: Stack):
@@ -222,9 +222,52 @@ def test_a_header_field_over_8_kb_is_a_json_400(stack: Stack):
 def test_too_many_header_fields_is_a_json_431(stack: Stack):
     """More fields than gunicorn's limit_request_fields: gunicorn's HTML 431 becomes JSON."""
     headers = {f"X-Filler-{number}": "1" for number in range(120)}
-    assert stack.direct("/summary", headers=headers).header("Content-Type") == "text/html"
+    direct = stack.direct("/summary", headers=headers)
+    assert direct.status == 431
+    assert direct.header("Content-Type") == "application/json"
     assert_json_error(
         stack.proxied("/summary", headers=headers), 431, "Request Header Fields Too Large"
+    )
+
+
+@pytest.mark.parametrize(
+    "target",
+    [b"/summary?x=\xc3\xa9", b"/registry/origins?search=t\xc3\xa9l\xc3\xa9", b"/summ\xffary"],
+)
+def test_a_raw_non_ascii_request_target_is_a_json_400(stack: Stack, target: bytes):
+    """Raw bytes past ASCII in the target: JSON through nginx and direct, nothing echoed."""
+    proxied = raw_request(stack.nginx.port, b"GET /v1" + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert_json_error(proxied, 400, "Bad Request")
+    direct = raw_request(stack.gunicorn.port, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert direct.status == 400
+    assert direct.header("Content-Type") == "application/json"
+    assert direct.json() == {"success": False, "error": "Bad Request"}
+
+
+def test_gunicorn_refusals_are_json_direct(stack: Stack):
+    """What gunicorn refuses before the app sees it is the API's JSON, with no echo."""
+    answer = raw_request(stack.gunicorn.port, b"GET /summary HTTP/9.9\r\nHost: x\r\n\r\n")
+    assert answer.status == 400
+    assert answer.json() == {"success": False, "error": "Bad Request"}
+    assert b"9.9" not in answer.body
+
+
+def test_the_largest_valid_listing_passes_through_nginx(stack: Stack):
+    """Every filter at its longest (search and network_id at 256 four-byte characters): a Link
+    header of over 16 KB, which nginx must pass on rather than answer 502."""
+    longest = "%F0%9F%93%BA" * 256
+    query = (
+        f"governance_state=ungoverned&allocation_state=unallocated&publication_status=published"
+        f"&transport=iptv&has_presentations=false&station_id=2147483647&network_id={longest}"
+        f"&search={longest}&page=2147483647&limit=200"
+    )
+    proxied = stack.proxied(f"/registry/origins?{query}", headers=ADMIN)
+    direct = stack.direct(f"/registry/origins?{query}", headers=ADMIN)
+    assert direct.status == 200
+    assert len(direct.header("Link") or "") > 16 * 1024
+    assert proxied.status == 200, proxied.body[:200]
+    assert proxied.header("Link") == (direct.header("Link") or "").replace(
+        "</registry/", "</v1/registry/"
     )
 
 

@@ -10,7 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+import psycopg
 import pytest
+
+from registry.database.queries import QUERIES
 
 from .conftest import ServedGraph
 from .graphs import BASE, LINE, Record, document, edited, graph_state
@@ -27,7 +30,9 @@ class Finished(NamedTuple):
     stderr: str
 
 
-def registry_load(conninfo: str, path: str, stdin: bytes | None = None) -> Finished:
+def registry_load(
+    conninfo: str, path: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> Finished:
     """Run `registry load PATH` against one database, output piped."""
     done = subprocess.run(
         [sys.executable, "-m", "registry.cli", "load", path],
@@ -35,7 +40,7 @@ def registry_load(conninfo: str, path: str, stdin: bytes | None = None) -> Finis
         stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
         cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": conninfo},
+        env={**os.environ, "DATABASE_URL": conninfo, **(env or {})},
         timeout=60,
         check=False,
     )
@@ -143,3 +148,41 @@ def test_unreachable_database_exits_with_a_clear_message(tmp_path: Path) -> None
     assert done.returncode != 0
     assert "cannot reach the database" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_read_only_session_is_one_clear_message(served: ServedGraph, tmp_path: Path) -> None:
+    """The database refuses to write (a read-only role's setting): one line saying so, exit 1,
+    no traceback, the graph as it was."""
+    done = registry_load(
+        served.conninfo,
+        write(tmp_path, document(BASE)),
+        env={"PGOPTIONS": "-c default_transaction_read_only=on"},
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    [message] = done.stderr.splitlines()
+    assert message.startswith("registry load: the database refused the load: cannot execute")
+    assert message.endswith("in a read-only transaction (SQLSTATE 25006); nothing changed.")
+    assert graph_state(served.conninfo) == served.state
+
+
+def test_a_statement_over_its_time_is_not_called_unreachable(
+    served: ServedGraph, tmp_path: Path
+) -> None:
+    """Another load holds the load lock past this one's statement_timeout: the message says
+    what happened (not "cannot reach the database"), exit 1, the graph as it was."""
+    with psycopg.connect(served.conninfo) as holder:
+        holder.execute(QUERIES["meta/lock_loads"])
+        done = registry_load(
+            served.conninfo,
+            write(tmp_path, document(BASE)),
+            env={"PGOPTIONS": "-c statement_timeout=300"},
+        )
+        holder.rollback()
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "cannot reach" not in done.stderr
+    assert "the database refused the load: canceling statement due to statement timeout" in (
+        done.stderr
+    )
+    assert graph_state(served.conninfo) == served.state

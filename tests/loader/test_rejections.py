@@ -351,9 +351,40 @@ WHOLE_DOCUMENT_CASES = [
          "transport", "must be one of"),
 ]
 
+# Limits (docs/loading.md): ids at most 256 characters, free text at most 1,024, a line at
+# most 1 MiB, every key once.
+LIMIT_CASES = [
+    case(f"too-long-{kind}-{name}", edited(line, **{name: "é" * (limit + 1)}), line, name,
+         f"too long: {limit + 1} characters, at most {limit}")
+    for kind, line, name, limit in [
+        ("network", NETWORK, "id", 256), ("network", NETWORK, "name", 1024),
+        ("origin", ORIGIN, "name", 1024), ("origin", ORIGIN, "network_id", 256),
+        ("origin", ORIGIN, "registry_id", 256), ("governance_edge", EDGE, "governor_id", 256),
+        ("allocation", HELD_LINE, "held_reason", 1024), ("carriage", CARRIAGE, "id", 256),
+        ("carriage", CARRIAGE, "provider", 1024), ("carriage", CARRIAGE, "source", 1024),
+        ("carriage", CARRIAGE, "availability", 1024),
+    ]
+] + [
+    # The issue's case: a 20 kB id used to reach PostgreSQL's index and fail there.
+    case("20-kb-network-id", edited(NETWORK, id="n" * 20_000), NETWORK, "id", "too long"),
+    case("20-kb-origin-id", edited(ORIGIN, id="svc:origin:" + "0" * 20_000), ORIGIN, "id",
+         "too long"),
+    case("line-over-1-mib", edited(NETWORK, name="x" * 100, pad=" " * (1 << 20)), NETWORK,
+         "record", "line too long"),
+    case("line-over-1-mib-last-no-newline",
+         document(BASE) + b'{"type": "network", "id": "' + b"y" * (1 << 20) + b'"}', len(BASE) + 1,
+         "record", "line too long"),
+    case("repeated-key", base_with(NETWORK, b'{"type": "network", "id": "a", "id": "b", '
+         b'"name": null}'), NETWORK, "id", "given more than once"),
+    case("repeated-key-escaped", base_with(NETWORK, b'{"type": "network", "id": "a", '
+         b'"i\\u0064": "b", "name": null}'), NETWORK, "id", "given more than once"),
+    case("repeated-type", base_with(NETWORK, b'{"type": "origin", "type": "network", "id": "a", '
+         b'"name": null}'), NETWORK, "type", "given more than once"),
+]
+
 CASES = [
     *SYNTAX_CASES, *UNKNOWN_FIELD_CASES, *MISSING_FIELD_CASES, *NULL_CASES, *WRONG_TYPE_CASES,
-    *NUL_CASES, *ID_CASES, *ALLOCATION_CASES, *WHOLE_DOCUMENT_CASES,
+    *NUL_CASES, *ID_CASES, *ALLOCATION_CASES, *WHOLE_DOCUMENT_CASES, *LIMIT_CASES,
 ]
 # fmt: on
 
@@ -557,3 +588,17 @@ def test_strings_keep_every_character(scratch_db: str) -> None:
     with psycopg_connect(scratch_db) as conn:
         found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID)[1])
     assert (found["origin"]["name"], found["origin"]["registry_id"]) == (name, "\\N")
+
+
+def test_strings_at_their_limits_load(scratch_db: str) -> None:
+    """Ids of 256 characters and text of 1,024 (four-byte ones) are accepted as they are."""
+    long_id, long_text = "\U0001f4fa" * 256, "\U0001f4fa" * 1024
+    records = [dict(record) for record in BASE]
+    records[NETWORK - 1].update(id=long_id, name=long_text)
+    records[ORIGIN - 1].update(network_id=long_id, name=long_text, registry_id=long_id)
+    records[CARRIAGE - 1].update(provider=long_text, source=long_text, availability=long_text)
+    load(scratch_db, document(records))
+    with psycopg.connect(scratch_db) as conn:
+        found = repository.get_origin_by_id(conn, ORIGIN_UUID)
+    assert found is not None
+    assert orjson.loads(found)["origin"]["network"] == {"id": long_id, "name": long_text}

@@ -8,7 +8,6 @@ implementation's mistakes.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -82,11 +81,47 @@ def format_utc(moment: datetime) -> str:
     return text + "Z"
 
 
+# The search rule (contract 4), stated independently of the service's code, which folds with
+# str.casefold between NFD and NFC normalisation: here, Unicode's full case folding
+# (CaseFolding.txt, statuses C and F) written out for every non-ASCII character the generated
+# documents and terms can hold, with the canonical decompositions and compositions they need.
+# A mistake in the service's rule therefore cannot hide in the model as well.
+_DECOMPOSED = {"é": "e\u0301", "É": "E\u0301", "İ": "I\u0307"}
+_FOLDED = {
+    "\u00df": "ss",  # LATIN SMALL LETTER SHARP S: full folding, two letters
+    "\u1e9e": "ss",  # LATIN CAPITAL LETTER SHARP S
+    "\u017f": "s",  # LATIN SMALL LETTER LONG S
+    "\u212a": "k",  # KELVIN SIGN
+    "\u03a3": "\u03c3",  # GREEK CAPITAL LETTER SIGMA
+    "\u03c2": "\u03c3",  # GREEK SMALL LETTER FINAL SIGMA
+    "\u0391": "\u03b1",  # GREEK CAPITAL LETTER ALPHA
+    "\u041a": "\u043a",  # CYRILLIC CAPITAL LETTER KA
+}
+# Characters that fold to themselves: dotless i (no folding), small sigma, alpha and ka, and
+# the combining acute and dot above.
+_SELF_FOLDED = frozenset("\u0131\u03c3\u03b1\u043a\u0301\u0307")
+_COMPOSED = {"e\u0301": "é"}
+
+
 def caseless(text: str) -> str:
-    """Unicode canonical caseless form: full case folding between canonical decompositions."""
-    # Composed again (NFC) at the end, so that a term matches whole characters: `e` is not a
-    # substring of `é`, while `TÉLÉ` and `télé`, composed or not, are the same text.
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).casefold())
+    """Canonical caseless form, from the table above: decompose, fold, compose again."""
+    folded = []
+    for character in text:
+        for part in _DECOMPOSED.get(character, character):
+            if "A" <= part <= "Z":
+                folded.append(chr(ord(part) + 32))
+            elif part < "\x80" or part in _SELF_FOLDED:
+                folded.append(part)
+            elif part in _FOLDED:
+                folded.append(_FOLDED[part])
+            else:
+                raise ValueError(f"the model's folding table has no entry for {part!r}")
+    result = "".join(folded)
+    # Composed again, so that a term matches whole characters: `e` is not a substring of `é`,
+    # while `TÉLÉ` and `télé`, composed or not, are the same text.
+    for parts, whole in _COMPOSED.items():
+        result = result.replace(parts, whole)
+    return result
 
 
 def search_matches(term: str, name: str, registry_id: str | None) -> bool:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import orjson
 import pytest
 
+from registry.database.search_text import fold_for_search
+from tests.properties import model
 from tests.properties.model import (
     RegistryModel,
     caseless,
@@ -15,6 +18,7 @@ from tests.properties.model import (
     search_matches,
     utc_instant,
 )
+from tests.properties.strategies import NAME_LETTERS
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +108,28 @@ def test_model_searches_caselessly_and_literally(
     """search: a case-insensitive literal substring of the name or the registry id."""
     assert search_matches(term, name, registry_id) is found
     assert caseless(term) == caseless(caseless(term))
+
+
+def test_model_folding_is_its_own_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model folds from its own table, not with the service's tools (unicodedata and
+    str.casefold), so that it cannot share a mistake with the service's code."""
+    monkeypatch.setattr(model, "unicodedata", None, raising=False)
+    text = (
+        "TE\u0301L\u00c9 Stra\u00dfe \u1e9e \u017f \u212a \u03a3\u0391\u03a3 \u03c2 \u041a \u0130"
+    )
+    folded = "t\u00e9l\u00e9 strasse ss s k \u03c3\u03b1\u03c3 \u03c3 \u043a i\u0307"
+    assert caseless(text) == folded
+    assert "casefold" not in inspect.getsource(caseless)
+
+
+def test_service_folding_agrees_with_the_model_table() -> None:
+    """Every character (and pair) the generated graphs and terms can hold, and every case
+    change of them, folds the same by the service's rule and by the model's table."""
+    texts = {
+        change(letter)
+        for letter in NAME_LETTERS
+        for change in (str, str.upper, str.lower, str.swapcase, str.casefold)
+    }
+    texts |= {first + second for first in texts for second in texts}
+    for text in sorted(texts):
+        assert fold_for_search(text) == caseless(text), text

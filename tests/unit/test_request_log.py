@@ -78,7 +78,7 @@ def test_one_json_line_per_request(app: Flask, capsys: pytest.CaptureFixture[str
         assert line["status"] == answer.status_code
         assert line["bytes"] == len(answer.get_data())
         assert line["request_id"] == answer.headers["X-Request-ID"]
-        assert 0 <= line["duration_ms"] < 5000
+        assert isinstance(line["duration_ms"], int | float) and line["duration_ms"] >= 0
         assert line["time"].endswith("Z")
 
 

@@ -1,0 +1,248 @@
+"""The ways in that the README and the contract promise, each taken for real: a plain
+`pip install .` into an empty virtualenv used from another folder, `registry serve --dev`
+and its printed curl lines, and gunicorn refusing to start without a key setting."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from devtools.production_stack import free_port
+from tests.conftest import TEST_SECRET, make_token
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY_SETTINGS = (
+    "REGISTRY_JWT_SECRET",
+    "REGISTRY_JWT_PUBLIC_KEY",
+    "REGISTRY_JWKS_URL",
+    "REGISTRY_DEV",
+)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without any key setting or DATABASE_URL, plus extra."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in (*KEY_SETTINGS, "DATABASE_URL", "VIRTUAL_ENV", "PYTHONPATH")
+    }
+    return {**env, **extra}
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """Status and body of one GET; connection refused is status 0."""
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers or {}), timeout=10
+        ) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except OSError:
+        return 0, b""
+
+
+def wait_for_200(url: str, process: subprocess.Popen, give_up_after_s: float = 120) -> None:
+    """Poll url until it answers 200; fail if the process dies or it never does."""
+    import time
+
+    deadline = time.monotonic() + give_up_after_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"exited with {process.returncode}"
+        if get(url)[0] == 200:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{url} never answered 200")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a process group this test started (gunicorn and its workers)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the project installed by a plain `pip install .` (once a
+    run; slow, but pip's cache keeps it to a minute or so). Its bin folder."""
+    base = tmp_path_factory.mktemp("installed")
+    source = base / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            ".registry",
+            "build",
+            "dist",
+            "*.egg-info",
+            "__pycache__",
+            ".*cache",
+            ".hypothesis",
+            ".bench",
+            "tests",
+            "devtools",
+        ),
+    )
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = subprocess.run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return venv / "bin"
+
+
+@pytest.mark.slow
+def test_a_plain_pip_install_loads_and_serves_from_another_folder(
+    installed: Path, database_factory, tmp_path: Path
+):
+    """`registry demo | registry load -` and `gunicorn wsgi:app`, run from a folder that holds
+    nothing of the project: the installed package alone (SQL files, modules) does the job."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    conninfo = database_factory()
+    env = clean_env(DATABASE_URL=conninfo, REGISTRY_STATE_DIR=str(tmp_path / "state"))
+    demo = subprocess.Popen(
+        [str(installed / "registry"), "demo", "--origins", "50"],
+        stdout=subprocess.PIPE,
+        cwd=elsewhere,
+        env=env,
+    )
+    load = subprocess.run(
+        [str(installed / "registry"), "load", "-"],
+        stdin=demo.stdout,
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert demo.stdout is not None
+    demo.stdout.close()
+    assert demo.wait(60) == 0
+    assert load.returncode == 0, load.stderr
+    assert load.stdout.startswith("loaded ")
+
+    port = free_port()
+    server = subprocess.Popen(
+        [str(installed / "gunicorn"), "--bind", f"127.0.0.1:{port}", "wsgi:app"],
+        cwd=elsewhere,
+        env={**env, "REGISTRY_JWT_SECRET": TEST_SECRET},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_200(f"http://127.0.0.1:{port}/healthz", server)
+        status, body = get(
+            f"http://127.0.0.1:{port}/registry/origins?limit=1",
+            {"Authorization": f"Bearer {make_token()}"},
+        )
+        assert status == 200
+        assert json.loads(body)["page"]["total"] >= 40
+    finally:
+        stop(server)
+
+
+def test_serve_dev_prints_a_token_and_curl_lines_that_work(database_factory, tmp_path: Path):
+    """`registry serve --dev` (what `make run` does): the printed export and curl lines, run
+    as printed by a shell, answer 200 with JSON."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "registry.cli",
+            "serve",
+            "--dev",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--demo-origins",
+            "100",
+        ],
+        cwd=ROOT,
+        env=clean_env(
+            DATABASE_URL=database_factory(),
+            REGISTRY_STATE_DIR=str(tmp_path / "state"),
+            REGISTRY_WORKERS="1",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        printed: list[str] = []
+        for line in server.stdout:
+            printed.append(line.strip())
+            if "/registry/origins?limit=2" in line:
+                break
+        exports = [line for line in printed if line.startswith("export TOKEN=")]
+        curls = [line for line in printed if line.startswith("curl ")]
+        assert len(exports) == 1 and len(curls) == 3, printed
+        assert re.fullmatch(r"export TOKEN=[\w-]+\.[\w-]+\.[\w-]+", exports[0])
+        wait_for_200(f"http://127.0.0.1:{port}/healthz", server)
+        for curl in curls:
+            done = subprocess.run(
+                ["bash", "-c", f"set -e; {exports[0]}; {curl} -w '\\n%{{http_code}}'"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            body, _, status = done.stdout.rpartition("\n")
+            assert (done.returncode, status) == (0, "200"), (curl, done.stdout, done.stderr)
+            assert json.loads(body)["success"] is True
+    finally:
+        stop(server)
+        if server.stdout is not None:
+            server.stdout.close()
+
+
+def test_gunicorn_without_a_key_setting_exits_with_the_message(database_factory):
+    """No REGISTRY_JWT_SECRET, public key or JWKS URL (and no development mode): gunicorn
+    stops at once, non-zero, saying what to set."""
+    done = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{free_port()}", "wsgi:app"],
+        cwd=ROOT,
+        env=clean_env(DATABASE_URL=database_factory()),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "registry: cannot start: " in done.stderr
+    assert "no token key is configured: set REGISTRY_JWT_SECRET" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,173 @@
+"""`registry db create-reader` as an operator runs it: it makes a role that can only read, refuses
+a role that could do more, and never lets the password travel in clear."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from tests.conftest import load_records
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def create_reader(
+    conninfo: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `registry db create-reader ARGS` against one database."""
+    return subprocess.run(
+        [sys.executable, "-m", "registry.cli", "db", "create-reader", *args],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": conninfo, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def graph_db(database_factory: Callable[[], str], example_document: bytes) -> str:
+    """A database holding the worked example."""
+    conninfo = database_factory()
+    load_records(conninfo, example_document)
+    return conninfo
+
+
+@pytest.fixture
+def new_role(graph_db: str) -> Iterator[Callable[[str], str]]:
+    """Make roles with the given attributes (cluster-wide); each is dropped afterwards."""
+    made: list[str] = []
+
+    def make(attributes: str = "") -> str:
+        role = f"registry_test_role_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(graph_db, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN " + attributes).format(sql.Identifier(role)))
+        made.append(role)
+        return role
+
+    yield make
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        for role in made:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def role_settings(conninfo: str, role: str) -> list[str]:
+    """The role's own settings (ALTER ROLE ... SET), in any database."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT unnest(setconfig) FROM pg_db_role_setting s JOIN pg_roles r"
+            " ON r.oid = s.setrole WHERE r.rolname = %s",
+            [role],
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "why"),
+    [
+        ("SUPERUSER", "superuser"),
+        ("CREATEROLE", "CREATEROLE"),
+        ("CREATEDB", "CREATEDB"),
+        ("REPLICATION", "REPLICATION"),
+    ],
+)
+def test_a_role_with_powers_is_refused(graph_db, new_role, attributes: str, why: str):
+    """A role that could do more than read: exit 1, a message saying why, the role untouched."""
+    role = new_role(attributes)
+    done = create_reader(graph_db, role)
+    assert done.returncode == 1, done.stdout
+    assert why in done.stderr and role in done.stderr
+    assert "Traceback" not in done.stderr
+    assert role_settings(graph_db, role) == []
+
+
+def test_the_loaders_own_role_is_refused(graph_db):
+    """The issue's case: `create-reader postgres` (the loader, a superuser) is refused."""
+    with psycopg.connect(graph_db) as conn:
+        me = conn.execute("SELECT current_user").fetchone()[0]  # type: ignore[index]
+    before = role_settings(graph_db, me)
+    done = create_reader(graph_db, me)
+    assert done.returncode == 1
+    assert "the role running this command" in done.stderr
+    assert role_settings(graph_db, me) == before
+
+
+def test_an_owner_of_the_graph_or_a_member_of_the_loader_is_refused(graph_db, new_role):
+    """Owning a table of the registry, or inheriting the loader's rights, is more than reading."""
+    owner, member = new_role(), new_role()
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE registry_meta.extra (x int)"))
+        conn.execute(
+            sql.SQL("ALTER TABLE registry_meta.extra OWNER TO {}").format(sql.Identifier(owner))
+        )
+        me = conn.execute("SELECT current_user").fetchone()[0]  # type: ignore[index]
+        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(me), sql.Identifier(member)))
+    done = create_reader(graph_db, owner)
+    assert done.returncode == 1 and "owns" in done.stderr
+    done = create_reader(graph_db, member)
+    assert done.returncode == 1 and "the role running this command" in done.stderr
+    assert role_settings(graph_db, owner) == role_settings(graph_db, member) == []
+
+
+def test_the_password_is_read_from_stdin_and_sent_hashed(graph_db, new_role):
+    """No --password in argv; the password from standard input is stored as a SCRAM verifier
+    computed by the client, even when the server itself would hash with md5."""
+    role = new_role()
+    refused = create_reader(graph_db, role, "--password", "s3cret-in-argv")
+    assert refused.returncode == 2
+    done = create_reader(
+        graph_db,
+        role,
+        "--password-stdin",
+        stdin="correct horse battery staple\n",
+        env={"PGOPTIONS": "-c password_encryption=md5"},
+    )
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(graph_db) as conn:
+        stored = conn.execute(
+            "SELECT rolpassword FROM pg_authid WHERE rolname = %s", [role]
+        ).fetchone()[0]  # type: ignore[index]
+    assert stored.startswith("SCRAM-SHA-256$4096:")
+
+
+def test_the_password_can_come_from_the_environment(graph_db, new_role):
+    """REGISTRY_READER_PASSWORD, for scripts: also stored as a SCRAM verifier."""
+    role = new_role()
+    done = create_reader(
+        graph_db,
+        role,
+        env={"REGISTRY_READER_PASSWORD": "from-the-env", "PGOPTIONS": "-c password_encryption=md5"},
+    )
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(graph_db) as conn:
+        stored = conn.execute(
+            "SELECT rolpassword FROM pg_authid WHERE rolname = %s", [role]
+        ).fetchone()[0]  # type: ignore[index]
+    assert stored.startswith("SCRAM-SHA-256$")
+
+
+def test_the_reader_cannot_create_in_public_whatever_the_server_version(graph_db, new_role):
+    """PostgreSQL 14 and older let PUBLIC create in schema public; the reader must not."""
+    role = new_role()
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # as older servers have it
+    done = create_reader(graph_db, role)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(graph_db) as conn:
+        can_create = conn.execute(
+            "SELECT has_schema_privilege(%s, 'public', 'CREATE')", [role]
+        ).fetchone()[0]  # type: ignore[index]
+    assert can_create is False
+    assert role_settings(graph_db, role) == ["default_transaction_read_only=on"]
