@@ -36,6 +36,7 @@ ENDPOINTS = [
     "/registry/addresses/{address}",
 ]
 WAIT_S = 30
+LOCAL_SCHEMES = frozenset(("data", "blob", "about", "chrome"))
 # The bearerAuth form of the Authorize dialog (the cookie scheme has one of its own).
 BEARER_FORM = "//div[contains(@class, 'auth-container')][.//h4[contains(., 'bearerAuth')]]"
 
@@ -158,9 +159,12 @@ def network_requests(driver: Any) -> list[dict[str, Any]]:
 
 
 def stays_on_loopback(url: str, loopback: str) -> bool:
-    """True for the service's own address and for data: URLs (which fetch nothing)."""
+    """True for the service's own address, and for URLs that fetch nothing from a network
+    (data:, and the browser's own chrome: resources, such as its new-tab page's icons)."""
     parts = urlsplit(url)
-    return parts.scheme == "data" or (parts.scheme == "http" and parts.netloc == loopback)
+    if parts.scheme in LOCAL_SCHEMES:
+        return True
+    return parts.scheme == "http" and parts.netloc == loopback
 
 
 def console_errors(driver: Any) -> list[str]:
