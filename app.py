@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from registry.api import connection, health, openapi, operator, public
+from registry.api import connection, docs, health, openapi, operator, public
 from registry.api.admin_token import register_auth
 from registry.api.errors import register_errorhandlers
 from registry.api.generations import register_generations
@@ -36,10 +36,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def register_blueprints(app: Flask) -> None:
-    """The public surface, the registry surface, the OpenAPI document and the health probes."""
+    """The public surface, the registry surface, the OpenAPI document, its page, the probes."""
     app.register_blueprint(public.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(openapi.bp)
+    app.register_blueprint(docs.bp)
     app.register_blueprint(health.bp)
 
 

@@ -234,7 +234,8 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                 "Try:\n\n"
                 f"  curl -s {base}/summary\n"
                 f'  curl -s -H "Authorization: Bearer $TOKEN" {base}/registry/summary\n'
-                f'  curl -s -H "Authorization: Bearer $TOKEN" "{base}/registry/origins?limit=2"\n',
+                f'  curl -s -H "Authorization: Bearer $TOKEN" "{base}/registry/origins?limit=2"\n\n'
+                f"Or open {base}/docs in a browser: Authorize with the token, then Try it out.\n",
                 flush=True,
             )
     env["REGISTRY_BIND"] = args.bind
