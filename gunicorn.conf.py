@@ -12,8 +12,11 @@ override the choice for an experiment.
 
 import multiprocessing
 import os
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 bind = os.environ.get("REGISTRY_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("REGISTRY_WORKERS", multiprocessing.cpu_count() * 2 + 1))
@@ -33,6 +36,18 @@ errorlog = "-"
 loglevel = os.environ.get("REGISTRY_GUNICORN_LOGLEVEL", "info")
 # One control socket per user by default: several instances on a host would fight over it.
 control_socket_disable = True
+
+# Prometheus metrics (registry/api/metrics.py): each worker writes its figures to files in
+# PROMETHEUS_MULTIPROC_DIR, and /metrics sums them. Unset, this service uses a folder of its
+# own under the state folder, one per bind address, created here, emptied when the master
+# starts and removed when it exits. The variable is set before any worker imports
+# prometheus_client, and survives a HUP reload (the environment is kept, so the counts are).
+_DEFAULT_METRICS_DIR = (
+    Path(os.environ.get("REGISTRY_STATE_DIR") or ".registry").expanduser().resolve()
+    / "metrics"
+    / re.sub(r"[^A-Za-z0-9.-]+", "_", bind)
+)
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_DEFAULT_METRICS_DIR))
 
 # A worker holds at most one connection per thread at a time; the pool needs no more.
 raw_env = [f"REGISTRY_POOL_MAX_SIZE={os.environ.get('REGISTRY_POOL_MAX_SIZE', threads)}"]
@@ -58,17 +73,45 @@ def worker_exit(server, worker):
         database.close()
 
 
+def child_exit(server, worker):
+    """A worker is gone (exit, crash or kill): drop its live gauges, keep its counts."""
+    # Imported here, never at the top: prometheus_client picks its storage when first
+    # imported, and workers forked from a master that imported it too early would not write
+    # to PROMETHEUS_MULTIPROC_DIR.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    """Remove the metrics folder when it is this service's default one."""
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    if folder == _DEFAULT_METRICS_DIR:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _reset_metrics_folder():
+    """Create the metrics folder, or empty it of an earlier run's files (the library's rule)."""
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink()
+
+
 def on_starting(server):
-    """Check the configuration in a child process, so a bad one stops with a message.
+    """Reset the metrics folder; check the configuration in a child, so a bad one stops here.
 
     A child, not the master itself: importing the app in the master would pin the old code
-    across a HUP reload.
+    across a HUP reload. The child writes no metrics files (it is no worker).
     """
+    _reset_metrics_folder()
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     check = subprocess.run(
         [sys.executable, "-c", "from app import create_app; create_app()"],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if check.returncode != 0:
         lines = [line for line in check.stderr.strip().splitlines() if line.strip()]
