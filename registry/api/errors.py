@@ -71,9 +71,9 @@ def unavailable_cause(error: Exception, database_down: bool) -> str:
         return "statement_timeout"
     if isinstance(error, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
         return "no_graph"
-    if database_down or isinstance(error, psycopg.OperationalError):
-        return "database_down"
-    return "pool_timeout"
+    if not database_down and isinstance(error, PoolTimeout | TooManyRequests):
+        return "pool_timeout"
+    return "database_down"
 
 
 def _database_unavailable(error: Exception) -> Response:
