@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -22,14 +21,7 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
     from registry.loader.loading import LoadRejected, load_counts_line, load_document
-
-    interactive = sys.stderr.isatty()
-    started = time.monotonic()
-
-    def progress(lines: int) -> None:
-        rate = lines / max(time.monotonic() - started, 1e-9)
-        sys.stderr.write(f"\r{lines:,} records read ({rate:,.0f} records/s)")
-        sys.stderr.flush()
+    from registry.loader.progress import LoadProgress, TerminalProgress
 
     stream: IO[bytes]
     try:
@@ -37,34 +29,56 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     except OSError as error:
         print(f"registry load: cannot read {args.path}: {error.strerror}", file=sys.stderr)
         return 1
+    # On a terminal, a line per phase (docs/loading.md); piped, only the summary line.
+    progress = LoadProgress()
+    if sys.stderr.isatty():
+        progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
     try:
         with _connect(settings) as conn:
-            result = load_document(conn, stream, progress if interactive else None)
+            result = load_document(conn, stream, progress)
     except LoadRejected as rejected:
-        if interactive:
-            sys.stderr.write("\n")
+        progress.close()
         print("registry load: the document was not loaded; nothing changed.", file=sys.stderr)
         print(rejected.report(), file=sys.stderr)
         return 1
     finally:
+        progress.close()
         if stream is not sys.stdin.buffer:
             stream.close()
-    if interactive:
-        sys.stderr.write("\n")
     print(load_counts_line(result))
     return 0
+
+
+def _file_size(stream: IO[bytes]) -> int | None:
+    """The size of a regular file (for the time left); None for a pipe or a terminal."""
+    import os
+    import stat
+
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry demo: write a synthetic graph document."""
     from registry.loader.demo import write_demo_document
+    from registry.loader.progress import LoadProgress, TerminalProgress
 
-    if args.out in (None, "-"):
-        write_demo_document(sys.stdout.buffer, origins=args.origins, seed=args.seed)
-        sys.stdout.buffer.flush()
-    else:
-        with open(args.out, "wb") as out:
-            write_demo_document(out, origins=args.origins, seed=args.seed)
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else LoadProgress()
+    progress.phase("demo", total=args.origins, unit="origins")
+    try:
+        if args.out in (None, "-"):
+            write_demo_document(
+                sys.stdout.buffer, origins=args.origins, seed=args.seed, progress=progress
+            )
+            sys.stdout.buffer.flush()
+        else:
+            with open(args.out, "wb") as out:
+                write_demo_document(out, origins=args.origins, seed=args.seed, progress=progress)
+    finally:
+        progress.close()
     return 0
 
 

@@ -372,8 +372,8 @@ class DocumentReader:
         self.spools[kind].write("\t".join(map(copy_field, values)) + "\n")
 
     def read(self, stream: IO[bytes], progress: Callable[[int], None] | None = None) -> None:
-        """Read a whole binary stream, calling progress(lines) every 100,000 lines."""
+        """Read a whole binary stream, calling progress(lines) every 10,000 lines."""
         for number, raw in enumerate(stream, start=1):
             self.read_line(number, raw)
-            if progress is not None and number % 100_000 == 0:
+            if progress is not None and number % 10_000 == 0:
                 progress(number)
