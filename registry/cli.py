@@ -20,7 +20,12 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
 
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
-    from registry.loader.loading import LoadRejected, load_counts_line, load_document
+    from registry.loader.loading import (
+        LoadRejected,
+        generation_lines,
+        load_counts_line,
+        load_document,
+    )
     from registry.loader.progress import LoadProgress, TerminalProgress
 
     stream: IO[bytes]
@@ -35,7 +40,12 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
     try:
         with _connect(settings) as conn:
-            result = load_document(conn, stream, progress)
+            result = load_document(
+                conn,
+                stream,
+                progress,
+                keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+            )
     except LoadRejected as rejected:
         progress.close()
         print("registry load: the document was not loaded; nothing changed.", file=sys.stderr)
@@ -46,6 +56,8 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         if stream is not sys.stdin.buffer:
             stream.close()
     print(load_counts_line(result))
+    for line in generation_lines(result):
+        print(line)
     return 0
 
 
@@ -130,6 +142,25 @@ def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any])
         ensure_graph(conn)
         create_reader_role(conn, args.role, args.password)
     print(f"role {args.role} can now read the graph (SELECT only)")
+    return 0
+
+
+def command_status(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry status [--json]: the database, its server, schema, generations and reader roles."""
+    import json
+
+    from registry.database.status import get_database_status, status_lines
+
+    conninfo = resolve_database_url(settings)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        status = get_database_status(conn)
+    if args.json:
+        from registry.database.status import display_conninfo
+
+        data = {"conninfo": display_conninfo(conninfo), **status.as_json()}
+        print(json.dumps(data, indent=2))
+    else:
+        print("\n".join(status_lines(status, conninfo)))
     return 0
 
 
@@ -235,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     reader.add_argument("role", metavar="ROLE")
     reader.add_argument("--password", default=None, help="the role's password (default: none)")
     reader.set_defaults(run=command_db_create_reader)
+
+    status = commands.add_parser(
+        "status", help="the database: server, pg_trgm, schema, generations, reader roles"
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    status.set_defaults(run=command_status)
 
     token = commands.add_parser("token", help="mint a development token (HS256 secret needed)")
     token.add_argument("--roles", default="domain_admin", help="comma-separated roles")

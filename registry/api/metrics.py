@@ -270,12 +270,11 @@ class ServiceCollector(Collector):
         yield reachable
         if live is None:
             return
-        if live.generation is not None:
-            yield GaugeMetricFamily(
-                "registry_generation",
-                "The generation answering requests that name none (contract §7).",
-                value=live.generation,
-            )
+        yield GaugeMetricFamily(
+            "registry_generation",
+            "The generation answering requests that name none (contract §7).",
+            value=live.generation,
+        )
         yield GaugeMetricFamily(
             "registry_generation_loaded_timestamp_seconds",
             "When the live generation was committed (Unix time).",
