@@ -73,6 +73,10 @@ def worker_exit(server, worker):
         database.close()
 
 
+# Taken shared by every scrape, exclusively while a dead worker's files are folded in.
+METRICS_LOCK = "compaction.lock"
+
+
 def child_exit(server, worker):
     """A worker is gone (exit, crash or kill): drop its live gauges, keep its counts."""
     # Imported here, never at the top: prometheus_client picks its storage when first
@@ -81,6 +85,36 @@ def child_exit(server, worker):
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
+    _fold_dead_worker_counts(worker.pid)
+
+
+def _fold_dead_worker_counts(pid):
+    """Add a dead worker's counter and histogram files into one archive file per kind.
+
+    Workers are recycled (max_requests) and reloaded all the time, and every scrape reads every
+    file: left alone, the folder would grow by two files per dead worker and scrapes would slow
+    down for ever. Raw values add up (histogram buckets are stored per bucket, not cumulated);
+    scrapes wait on the lock, so no scrape sees a count both in the archive and in its file.
+    """
+    import fcntl
+
+    from prometheus_client.mmap_dict import MmapedDict
+
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    with open(folder / METRICS_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for kind in ("counter", "histogram"):
+            dead = folder / f"{kind}_{pid}.db"
+            if not dead.exists():
+                continue
+            archive = MmapedDict(str(folder / f"{kind}_archive.db"))
+            try:
+                for key, value, timestamp, _ in MmapedDict.read_all_values_from_file(str(dead)):
+                    current, _ = archive.read_value(key)
+                    archive.write_value(key, current + value, timestamp)
+            finally:
+                archive.close()
+            dead.unlink()
 
 
 def on_exit(server):

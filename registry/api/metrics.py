@@ -15,7 +15,9 @@ database at scrape time (one tiny query), so they are right whichever worker ans
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import platform
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -47,6 +49,8 @@ disable_created_metrics()
 bp = Blueprint("metrics", __name__)
 
 METRICS_PATH = "/metrics"
+# The lock file gunicorn.conf.py takes while it folds a dead worker's files into the archive.
+METRICS_LOCK = "compaction.lock"
 # Prometheus text format 0.0.4 (contract §9), whatever the library's newest default is.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ROUTE_KEY = "registry.route"
@@ -312,13 +316,25 @@ def _package_version() -> str:
 def metrics() -> Response:
     """GET /metrics: Prometheus text format, the whole service's figures; no token."""
     refuse_any_query(request.args.to_dict(flat=False))
-    registry = CollectorRegistry(auto_describe=False)
-    if current_app.config.get("PROMETHEUS_MULTIPROC_DIR"):
-        MultiProcessCollector(registry, path=current_app.config["PROMETHEUS_MULTIPROC_DIR"])
-    else:
-        registry.register(_LocalCollector())
-    registry.register(ServiceCollector(_read_live_generation))
-    return Response(generate_latest(registry), mimetype=None, content_type=CONTENT_TYPE)
+    service = CollectorRegistry(auto_describe=False)
+    service.register(ServiceCollector(_read_live_generation))
+    text = generate_latest(service)
+    folder = current_app.config.get("PROMETHEUS_MULTIPROC_DIR")
+    workers = CollectorRegistry(auto_describe=False)
+    if not folder:
+        workers.register(_LocalCollector())
+        return _metrics_response(generate_latest(workers) + text)
+    MultiProcessCollector(workers, path=folder)
+    # gunicorn's master folds dead workers' files into an archive under an exclusive lock
+    # (gunicorn.conf.py); reading under a shared one, a scrape never counts a file twice.
+    with open(os.path.join(folder, METRICS_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        return _metrics_response(generate_latest(workers) + text)
+
+
+def _metrics_response(text: bytes) -> Response:
+    """Prometheus text format 0.0.4."""
+    return Response(text, mimetype=None, content_type=CONTENT_TYPE)
 
 
 def register_metrics(app: Flask) -> None:

@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -84,11 +85,31 @@ def wait_for_new_workers(server: Gunicorn, gone: set[int], count: int) -> set[in
     raise AssertionError(f"gunicorn did not replace workers {gone}")
 
 
-def test_counts_are_the_whole_services_across_kills_and_reloads(gunicorn_factory, example_db):
+def counted_pids(folder: Path) -> set[str]:
+    """The processes with counter or histogram files of their own in the metrics folder."""
+    return {
+        path.stem.split("_", 1)[1]
+        for path in folder.glob("*.db")
+        if path.stem.split("_", 1)[0] in ("counter", "histogram")
+    }
+
+
+def test_counts_are_the_whole_services_across_kills_and_reloads(
+    gunicorn_factory, example_db, tmp_path
+):
     """Every scrape, whichever worker answers, sums every worker; dead ones keep their counts."""
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    (folder / "counter_99999999.db").write_bytes(b"left over by an earlier run")
     server = gunicorn_factory(
-        {"DATABASE_URL": example_db, "REGISTRY_JWT_SECRET": TEST_SECRET}, workers=3
+        {
+            "DATABASE_URL": example_db,
+            "REGISTRY_JWT_SECRET": TEST_SECRET,
+            "PROMETHEUS_MULTIPROC_DIR": str(folder),
+        },
+        workers=3,
     )
+    assert not (folder / "counter_99999999.db").exists()  # wiped at master start
     send(server, 10, "/summary")
     send(server, 6, "/registry/origins")
     send(server, 4, UNKNOWN_ORIGIN, token=True)
@@ -139,6 +160,10 @@ def test_counts_are_the_whole_services_across_kills_and_reloads(gunicorn_factory
         samples = scrape(server)
         assert request_counts(samples) == expected
     assert_live_workers_reported(server, 3)
+    # Dead workers' files were folded into one archive per kind: the folder does not grow.
+    live = {str(pid) for pid in server.worker_pids()}
+    assert counted_pids(folder) <= live | {"archive"}
+    assert "archive" in counted_pids(folder)
 
 
 def test_generation_and_build_info_are_scraped(gunicorn_factory, example_db):
@@ -148,6 +173,7 @@ def test_generation_and_build_info_are_scraped(gunicorn_factory, example_db):
     assert single(samples, "registry_database_reachable") == 1
     loaded = single(samples, "registry_generation_loaded_timestamp_seconds")
     assert time.time() - 3600 < loaded <= time.time()
+    assert single(samples, "registry_generation") >= 1
     (build,) = samples["registry_build_info"]
     assert build[0]["version"] and build[1] == 1
 
