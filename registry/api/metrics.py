@@ -2,8 +2,9 @@
 
 Each worker counts what it answers into prometheus_client's multiprocess files (the folder
 PROMETHEUS_MULTIPROC_DIR, which gunicorn.conf.py sets up, wipes at master start and in which
-it marks dead workers); `/metrics` merges every file, so whichever worker answers a scrape,
-the figures are the whole service's. Without that variable (the Flask test client, a plain
+it marks dead workers and folds their counts into an archive); `/metrics` merges every file
+(registry.api.metrics_files), so whichever worker answers a scrape, the figures are the
+whole service's. Without that variable (the Flask test client, a plain
 `flask run`) the figures are this process's own.
 
 Labels are bounded on purpose: a request is counted under its route template
@@ -34,9 +35,9 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
 
+from registry.api.metrics_files import merged_text
 from registry.api.responses import GET_ROUTE
 from registry.database.pool import Database
 from registry.database.status import LiveGeneration, get_live_generation
@@ -320,16 +321,15 @@ def metrics() -> Response:
     service.register(ServiceCollector(_read_live_generation))
     text = generate_latest(service)
     folder = current_app.config.get("PROMETHEUS_MULTIPROC_DIR")
-    workers = CollectorRegistry(auto_describe=False)
     if not folder:
-        workers.register(_LocalCollector())
-        return _metrics_response(generate_latest(workers) + text)
-    MultiProcessCollector(workers, path=folder)
+        local = CollectorRegistry(auto_describe=False)
+        local.register(_LocalCollector())
+        return _metrics_response(generate_latest(local) + text)
     # gunicorn's master folds dead workers' files into an archive under an exclusive lock
     # (gunicorn.conf.py); reading under a shared one, a scrape never counts a file twice.
     with open(os.path.join(folder, METRICS_LOCK), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)
-        return _metrics_response(generate_latest(workers) + text)
+        return _metrics_response(merged_text(folder) + text)
 
 
 def _metrics_response(text: bytes) -> Response:
