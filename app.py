@@ -12,6 +12,7 @@ from registry.api import connection, docs, health, openapi, operator, public
 from registry.api.admin_token import register_auth
 from registry.api.errors import register_errorhandlers
 from registry.api.generations import register_generations
+from registry.api.metrics import register_metrics
 from registry.api.request_log import register_request_logging
 from registry.api.responses import OrjsonProvider
 from registry.settings import DEFAULTS, settings_from_environ
@@ -28,6 +29,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     configure_logger(app)
     register_request_logging(app)
     connection.init_app(app)
+    register_metrics(app)
     register_auth(app)
     register_blueprints(app)
     register_errorhandlers(app)

@@ -13,8 +13,11 @@ override the choice for an experiment.
 import json
 import multiprocessing
 import os
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from gunicorn import util
 
@@ -36,6 +39,18 @@ errorlog = "-"
 loglevel = os.environ.get("REGISTRY_GUNICORN_LOGLEVEL", "info")
 # One control socket per user by default: several instances on a host would fight over it.
 control_socket_disable = True
+
+# Prometheus metrics (registry/api/metrics.py): each worker writes its figures to files in
+# PROMETHEUS_MULTIPROC_DIR, and /metrics sums them. Unset, this service uses a folder of its
+# own under the state folder, one per bind address, created here, emptied when the master
+# starts and removed when it exits. The variable is set before any worker imports
+# prometheus_client, and survives a HUP reload (the environment is kept, so the counts are).
+_DEFAULT_METRICS_DIR = (
+    Path(os.environ.get("REGISTRY_STATE_DIR") or ".registry").expanduser().resolve()
+    / "metrics"
+    / re.sub(r"[^A-Za-z0-9.-]+", "_", bind)
+)
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_DEFAULT_METRICS_DIR))
 
 # A worker holds at most one connection per thread at a time; the pool needs no more.
 raw_env = [f"REGISTRY_POOL_MAX_SIZE={os.environ.get('REGISTRY_POOL_MAX_SIZE', threads)}"]
@@ -80,17 +95,79 @@ def worker_exit(server, worker):
         database.close()
 
 
+# Taken shared by every scrape, exclusively while a dead worker's files are folded in.
+METRICS_LOCK = "compaction.lock"
+
+
+def child_exit(server, worker):
+    """A worker is gone (exit, crash or kill): drop its live gauges, keep its counts."""
+    # Imported here, never at the top: prometheus_client picks its storage when first
+    # imported, and workers forked from a master that imported it too early would not write
+    # to PROMETHEUS_MULTIPROC_DIR.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+    _fold_dead_worker_counts(worker.pid)
+
+
+def _fold_dead_worker_counts(pid):
+    """Add a dead worker's counter and histogram files into one archive file per kind.
+
+    Workers are recycled (max_requests) and reloaded all the time, and every scrape reads every
+    file: left alone, the folder would grow by two files per dead worker and scrapes would slow
+    down for ever. Raw values add up (histogram buckets are stored per bucket, not cumulated);
+    scrapes wait on the lock, so no scrape sees a count both in the archive and in its file.
+    """
+    import fcntl
+
+    from prometheus_client.mmap_dict import MmapedDict
+
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    with open(folder / METRICS_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for kind in ("counter", "histogram"):
+            dead = folder / f"{kind}_{pid}.db"
+            if not dead.exists():
+                continue
+            archive = MmapedDict(str(folder / f"{kind}_archive.db"))
+            try:
+                for key, value, timestamp, _ in MmapedDict.read_all_values_from_file(str(dead)):
+                    current, _ = archive.read_value(key)
+                    archive.write_value(key, current + value, timestamp)
+            finally:
+                archive.close()
+            dead.unlink()
+
+
+def on_exit(server):
+    """Remove the metrics folder when it is this service's default one."""
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    if folder == _DEFAULT_METRICS_DIR:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _reset_metrics_folder():
+    """Create the metrics folder, or empty it of an earlier run's files (the library's rule)."""
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink()
+
+
 def on_starting(server):
-    """Check the configuration in a child process, so a bad one stops with a message.
+    """Reset the metrics folder; check the configuration in a child, so a bad one stops here.
 
     A child, not the master itself: importing the app in the master would pin the old code
-    across a HUP reload.
+    across a HUP reload. The child writes no metrics files (it is no worker).
     """
+    _reset_metrics_folder()
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     check = subprocess.run(
         [sys.executable, "-c", "from app import create_app; create_app()"],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if check.returncode != 0:
         lines = [line for line in check.stderr.strip().splitlines() if line.strip()]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -37,14 +36,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         load_counts_line,
         load_document,
     )
-
-    interactive = sys.stderr.isatty()
-    started = time.monotonic()
-
-    def progress(lines: int) -> None:
-        rate = lines / max(time.monotonic() - started, 1e-9)
-        sys.stderr.write(f"\r{lines:,} records read ({rate:,.0f} records/s)")
-        sys.stderr.flush()
+    from registry.loader.progress import LoadProgress, TerminalProgress
 
     stream: IO[bytes]
     try:
@@ -52,51 +44,72 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     except OSError as error:
         print(f"registry load: cannot read {args.path}: {error.strerror}", file=sys.stderr)
         return 1
+    # On a terminal, a line per phase (docs/loading.md); piped, only the summary line.
+    progress = LoadProgress()
+    if sys.stderr.isatty():
+        progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
     try:
         with _connect(settings) as conn:
             try:
                 result = load_document(
                     conn,
                     stream,
-                    progress if interactive else None,
+                    progress,
                     keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
                 )
             except psycopg.Error as error:
                 # Not the document's fault (its problems are LoadRejected): the transaction
                 # is rolled back, so the served graph is the one before.
-                if interactive:
-                    sys.stderr.write("\n")
+                progress.close()
                 print(
                     f"registry load: {database_failure(error)}; nothing changed.", file=sys.stderr
                 )
                 return 1
     except LoadRejected as rejected:
-        if interactive:
-            sys.stderr.write("\n")
+        progress.close()
         print("registry load: the document was not loaded; nothing changed.", file=sys.stderr)
         print(rejected.report(), file=sys.stderr)
         return 1
     finally:
+        progress.close()
         if stream is not sys.stdin.buffer:
             stream.close()
-    if interactive:
-        sys.stderr.write("\n")
     print(load_counts_line(result))
     for line in generation_lines(result):
         print(line)
     return 0
 
 
+def _file_size(stream: IO[bytes]) -> int | None:
+    """The size of a regular file (for the time left); None for a pipe or a terminal."""
+    import os
+    import stat
+
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
 def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry demo: write a synthetic graph document."""
     from registry.loader.demo import write_demo_document
+    from registry.loader.progress import LoadProgress, TerminalProgress
 
-    if args.out in (None, "-"):
-        write_demo_document(sys.stdout.buffer, origins=args.origins, seed=args.seed)
-        sys.stdout.buffer.flush()
-    else:
-        with open(args.out, "wb") as out:
-            write_demo_document(out, origins=args.origins, seed=args.seed)
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else LoadProgress()
+    progress.phase("demo", total=args.origins, unit="origins")
+    try:
+        if args.out in (None, "-"):
+            write_demo_document(
+                sys.stdout.buffer, origins=args.origins, seed=args.seed, progress=progress
+            )
+            sys.stdout.buffer.flush()
+        else:
+            with open(args.out, "wb") as out:
+                write_demo_document(out, origins=args.origins, seed=args.seed, progress=progress)
+    finally:
+        progress.close()
     return 0
 
 
@@ -167,6 +180,25 @@ def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any])
             return 1
     note = "" if password is None else ", password set"
     print(f"role {args.role} can now read the graph (SELECT only{note})")
+    return 0
+
+
+def command_status(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry status [--json]: the database, its server, schema, generations and reader roles."""
+    import json
+
+    from registry.database.status import get_database_status, status_lines
+
+    conninfo = resolve_database_url(settings)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        status = get_database_status(conn)
+    if args.json:
+        from registry.database.status import display_conninfo
+
+        data = {"conninfo": display_conninfo(conninfo), **status.as_json()}
+        print(json.dumps(data, indent=2))
+    else:
+        print("\n".join(status_lines(status, conninfo)))
     return 0
 
 
@@ -278,6 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(else REGISTRY_READER_PASSWORD, else none); it is sent to the server hashed",
     )
     reader.set_defaults(run=command_db_create_reader)
+
+    status = commands.add_parser(
+        "status", help="the database: server, pg_trgm, schema, generations, reader roles"
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    status.set_defaults(run=command_status)
 
     token = commands.add_parser("token", help="mint a development token (HS256 secret needed)")
     token.add_argument("--roles", default="domain_admin", help="comma-separated roles")

@@ -11,6 +11,8 @@ from typing import Any
 DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": None,
     "REGISTRY_STATE_DIR": ".registry",
+    # Where gunicorn's workers write their metrics (set by gunicorn.conf.py when unset).
+    "PROMETHEUS_MULTIPROC_DIR": None,
     "REGISTRY_DEV": False,
     "REGISTRY_JWT_SECRET": None,
     "REGISTRY_JWT_PUBLIC_KEY": None,

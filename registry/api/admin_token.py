@@ -13,6 +13,7 @@ import re
 from flask import Flask, Response, current_app, g, request
 
 from registry.api.errors import service_unavailable
+from registry.api.metrics import count_token_rejection, count_unavailable, rejection_reason
 from registry.api.responses import json_response
 from registry.tokens.keys import KeySourceUnavailable
 from registry.tokens.verifier import TokenRejected, TokenVerifier, find_token
@@ -55,15 +56,20 @@ def require_admin_token() -> Response | None:
         request.headers.getlist("Authorization"), request.cookies.getlist(COOKIE_NAME)
     )
     if found.token is None:
+        count_token_rejection("malformed" if found.presented else "missing")
         return unauthorized(found.presented)
     try:
         claims = verifier.verify(found.token)
     except TokenRejected as rejected:
         log.debug("token rejected: %s", rejected.reason)
+        count_token_rejection(rejection_reason(rejected.reason))
         return unauthorized(presented=True)
     except KeySourceUnavailable:
+        count_token_rejection("jwks_unavailable")
+        count_unavailable("jwks_unavailable")
         return service_unavailable()
     if not verifier.is_admin(claims):
+        count_token_rejection("forbidden_role")
         return forbidden(verifier.roles_claim)
     g.registry_claims = claims
     return None

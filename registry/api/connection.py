@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 from flask import Flask, current_app, g
 
+from registry.api.metrics import observe_pool
 from registry.database.pool import Database
 
 
@@ -19,6 +20,7 @@ def get_connection() -> psycopg.Connection:
     if "registry_conn" not in g:
         database: Database = current_app.extensions["registry_db"]
         g.registry_conn = database.getconn()
+        observe_pool(database)
     return g.registry_conn
 
 
@@ -28,3 +30,4 @@ def _release_connection(_exc: BaseException | None) -> None:
     if conn is not None:
         database: Database = current_app.extensions["registry_db"]
         database.putconn(conn)
+        observe_pool(database)

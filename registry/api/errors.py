@@ -11,6 +11,7 @@ from marshmallow import ValidationError
 from psycopg_pool import PoolTimeout, TooManyRequests
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
+from registry.api.metrics import count_unavailable
 from registry.api.responses import json_response
 from schemas.errors import INVALID_PARAMETERS
 
@@ -64,6 +65,17 @@ def service_unavailable() -> Response:
     return error_response(503, "Service Unavailable", {"Retry-After": retry})
 
 
+def unavailable_cause(error: Exception, database_down: bool) -> str:
+    """The metrics label of a database failure: pool timeout, statement timeout, down, no graph."""
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return "statement_timeout"
+    if isinstance(error, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
+        return "no_graph"
+    if not database_down and isinstance(error, PoolTimeout | TooManyRequests):
+        return "pool_timeout"
+    return "database_down"
+
+
 def _database_unavailable(error: Exception) -> Response:
     """The database failed us: say so briefly in the log, 503 to the caller.
 
@@ -71,7 +83,9 @@ def _database_unavailable(error: Exception) -> Response:
     its return), so each refused request is only a debug line then, not thousands a second.
     """
     database = current_app.extensions.get("registry_db")
-    level = logging.DEBUG if database is not None and database.unreachable else logging.WARNING
+    down = database is not None and database.unreachable
+    count_unavailable(unavailable_cause(error, down))
+    level = logging.DEBUG if down else logging.WARNING
     log.log(level, "database unavailable: %s: %s", type(error).__name__, str(error).strip()[:300])
     return service_unavailable()
 

@@ -154,6 +154,12 @@ class Database:
             self._mark_unreachable("a connection broke during a request")
         self.pool.putconn(conn)
 
+    def pool_stats(self) -> dict[str, int] | None:
+        """This process's pool figures (psycopg_pool's get_stats), None before it is opened."""
+        if self._pool is None or self._pid != os.getpid():
+            return None
+        return self._pool.get_stats()
+
     def close(self) -> None:
         """Close this process's pool, if it has one."""
         with self._lock:

@@ -36,6 +36,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
+from registry.loader.progress import LoadProgress
+
 CATALOG_TRANSPORTS = ("iptv", "ovp", "fast")
 NETWORKLESS_SHARE = 0.04
 NETWORKLESS_ADDRESS = 1
@@ -404,8 +406,13 @@ class DemoWriter:
             )
 
 
-def write_demo_document(out: BinaryIO, origins: int = 10_000, seed: int = 1) -> dict[str, int]:
-    """Write a demo graph document of `origins` origins to out; return the records per type."""
+def write_demo_document(
+    out: BinaryIO, origins: int = 10_000, seed: int = 1, progress: LoadProgress | None = None
+) -> dict[str, int]:
+    """Write a demo graph document of `origins` origins to out; return the records per type.
+
+    progress, when given, is advanced by the origins written, a network at a time.
+    """
     if origins < 0:
         raise ValueError(f"origins must be at least 0, not {origins}")
     rng = random.Random(seed)
@@ -414,6 +421,7 @@ def write_demo_document(out: BinaryIO, origins: int = 10_000, seed: int = 1) -> 
     networkless = round(origins * NETWORKLESS_SHARE)
     writer = DemoWriter(out, rng)
     writer.header(origins, network_count)
+    reported = 0
     for network in plan_networks(plan_seed, origins):
         writer.network(network)
     for network in plan_networks(plan_seed, origins):
@@ -423,7 +431,12 @@ def write_demo_document(out: BinaryIO, origins: int = 10_000, seed: int = 1) -> 
         due = networkless * (network.serial + 1) // network_count
         while writer.networkless_index < due:
             writer.origin(None, 0)
+        if progress is not None:
+            progress.advance(writer.counts["origin"] - reported)
+            reported = writer.counts["origin"]
     while writer.networkless_index < networkless:
         writer.origin(None, 0)
     writer.flush()
+    if progress is not None:
+        progress.advance(writer.counts["origin"] - reported)
     return dict(writer.counts)

@@ -401,7 +401,7 @@ class DocumentReader:
         self.spools[kind].write("\t".join(map(copy_field, values)) + "\n")
 
     def read(self, stream: IO[bytes], progress: Callable[[int], None] | None = None) -> None:
-        """Read a whole binary stream, calling progress(lines) every 100,000 lines."""
+        """Read a whole binary stream, calling progress(lines) every 10,000 lines."""
         number = 0
         # readline with a limit: a line never costs more memory than MAX_LINE_BYTES.
         while raw := stream.readline(MAX_LINE_BYTES + 1):
@@ -415,7 +415,7 @@ class DocumentReader:
                     pass
             else:
                 self.read_line(number, raw)
-            if progress is not None and number % 100_000 == 0:
+            if progress is not None and number % 10_000 == 0:
                 progress(number)
 
 

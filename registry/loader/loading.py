@@ -14,7 +14,6 @@ import inspect
 import io
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -27,6 +26,7 @@ from registry.database.generations import schema_name
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.queries import QUERIES
 from registry.loader.document import TABLES, DocumentReader, Problem
+from registry.loader.progress import LoadProgress
 from registry.loader.rendering import render_stream
 from schemas import origin as origin_schemas
 
@@ -67,6 +67,8 @@ READ_MODEL_STEPS = (
     "load/add_read_indexes",
     "search_indexes",
 )
+# The read model's last steps, shown as a phase of their own by the progress display.
+INDEX_STEPS = ("load/add_read_indexes", "search_indexes")
 
 
 class LoadRejected(Exception):
@@ -111,7 +113,7 @@ class LoadResult:
 def load_document(
     conn: psycopg.Connection,
     stream: IO[bytes],
-    progress: Callable[[int], None] | None = None,
+    progress: LoadProgress | None = None,
     keep_generations: int = DEFAULT_KEEP_GENERATIONS,
 ) -> LoadResult:
     """Replace the graph with the document read from stream; raise LoadRejected if it is bad.
@@ -123,11 +125,14 @@ def load_document(
         raise ValueError("keep at least one generation (the one being loaded)")
     started = time.monotonic()
     timings: dict[str, float] = {}
+    progress = progress or LoadProgress()
     apply_migrations(conn)
     spools = {kind: _spool() for kind in TABLES}
     try:
         reader = DocumentReader(spools, max_problems=MAX_PROBLEMS)
-        reader.read(stream, progress)
+        progress.phase("parse", unit="records")
+        reader.read(stream, progress.parsed)
+        progress.parsed(reader.lines)
         timings["parse"] = time.monotonic() - started
         if reader.problem_count:
             raise LoadRejected(reader.problems, reader.problem_count)
@@ -136,18 +141,25 @@ def load_document(
             conn.execute(QUERIES["load/prepare_graph_next"])
             conn.execute(QUERIES["load/use_graph_next"])
             conn.execute(QUERIES["graph/create_tables"])
-            _copy_spools(conn, spools)
+            _copy_spools(conn, spools, progress)
             timings["copy"] = time.monotonic() - started
-            _check_whole_document(conn)
+            _check_whole_document(conn, progress)
             timings["check"] = time.monotonic() - started
+            progress.phase("read model", total=len(READ_MODEL_STEPS) - len(INDEX_STEPS))
             for step in READ_MODEL_STEPS:
+                if step == INDEX_STEPS[0]:
+                    progress.phase("indexes", total=len(INDEX_STEPS))
+                progress.advance(0, step=step.removeprefix("load/"))
                 if step == "render":
                     _render_origin_docs(conn, reader.counts["origin"])
                 elif step == "search_indexes":
                     _add_search_indexes(conn)
                 else:
                     conn.execute(QUERIES[step])
+                progress.advance(1)
             timings["read_model"] = time.monotonic() - started
+            progress.phase("publish", total=3)
+            progress.advance(0, step="grants and statistics")
             conn.execute(
                 QUERIES["load/record_graph_info"],
                 {
@@ -158,6 +170,7 @@ def load_document(
             )
             _grant_readers(conn)
             conn.execute(QUERIES["load/analyze_graph_next"])
+            progress.advance(1, step="swap and commit")
             generation, committed_at = _record_generation(conn, reader.counts["origin"])
             elapsed = time.monotonic() - started
             conn.execute(
@@ -171,9 +184,11 @@ def load_document(
     finally:
         for spool in spools.values():
             spool.close()
+    progress.advance(1, step="drop retired generations")
     _drop_retired_generations(conn, keep_generations)
     _vacuum_graph(conn)
     conn.execute(QUERIES["load/record_generation_size"])
+    progress.advance(1)
     timings["total"] = time.monotonic() - started
     return LoadResult(
         reader.counts,
@@ -201,8 +216,11 @@ def _spool() -> IO[str]:
     return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
 
 
-def _copy_spools(conn: psycopg.Connection, spools: dict[str, IO[str]]) -> None:
+def _copy_spools(
+    conn: psycopg.Connection, spools: dict[str, IO[str]], progress: LoadProgress
+) -> None:
     """Send each table's spooled rows with COPY."""
+    progress.phase("copy", total=sum(spool.tell() for spool in spools.values()), unit="bytes")
     with conn.cursor() as cur:
         for kind, (table, columns) in TABLES.items():
             spool = spools[kind]
@@ -215,6 +233,7 @@ def _copy_spools(conn: psycopg.Connection, spools: dict[str, IO[str]]) -> None:
             with cur.copy(statement) as copy:
                 while chunk := spool.read(1 << 20):
                     copy.write(chunk)
+                    progress.advance(len(chunk), step=table)
 
 
 def _add_search_indexes(conn: psycopg.Connection) -> bool:
@@ -246,13 +265,15 @@ def _render_origin_docs(conn: psycopg.Connection, origins: int) -> None:
         conn.execute(QUERIES["load/drop_origin_sources"])
 
 
-def _check_whole_document(conn: psycopg.Connection) -> None:
+def _check_whole_document(conn: psycopg.Connection, progress: LoadProgress) -> None:
     """Add each constraint; once one cannot be added, report every rule's offending lines."""
+    progress.phase("check", total=len(WHOLE_DOCUMENT_CHECKS), unit="checks")
     problems: list[Problem] = []
     total = 0
     failed = False
     reported: set[str] = set()
     for constraint, report in WHOLE_DOCUMENT_CHECKS:
+        progress.advance(1, step=report.removeprefix("load/"))
         if constraint is not None and not failed:
             try:
                 with conn.transaction():

@@ -1,0 +1,161 @@
+"""What an operator asks of a database: `registry status`, and the live generation for /metrics.
+
+Every function takes a connection first and reads only; a database that was never set up or
+never loaded is an answer ("none"), not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from registry.database.generations import current_generation
+from registry.database.migrations import SCHEMA_VERSION
+from registry.database.queries import QUERIES
+
+
+@dataclass(frozen=True)
+class LiveGeneration:
+    """The graph answering requests that name no generation: its number and load time."""
+
+    generation: int
+    loaded_at: datetime
+
+
+@dataclass(frozen=True)
+class GenerationStatus:
+    """One generation in the database: number, load time, origins and disk use."""
+
+    generation: int
+    loaded_at: datetime
+    origins: int
+    size_bytes: int | None
+    live: bool
+
+
+@dataclass
+class DatabaseStatus:
+    """Everything `registry status` reports about one database."""
+
+    database: str
+    user: str
+    server_version: str
+    pg_trgm: str | None
+    pg_trgm_available: bool
+    expected_schema_version: int
+    migrations_version: int | None
+    graph_version: int | None
+    generations: list[GenerationStatus] = field(default_factory=list)
+    reader_roles: dict[str, bool] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """A plain dict for --json: date-times as RFC 3339 in UTC."""
+        data = asdict(self)
+        for item in data["generations"]:
+            item["loaded_at"] = item["loaded_at"].astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return data
+
+
+def get_live_generation(conn: psycopg.Connection) -> LiveGeneration | None:
+    """The live generation and its commit time; None when no graph was ever loaded."""
+    try:
+        stamp = current_generation(conn)
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+        return None
+    if stamp is None:
+        return None
+    return LiveGeneration(generation=stamp.generation, loaded_at=stamp.committed_at)
+
+
+def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
+    """Server, extensions, schema versions, generations kept and reader roles, read-only."""
+    server = conn.execute(QUERIES["status/get_server"]).fetchone()
+    trgm = conn.execute(QUERIES["status/get_search_extension"]).fetchone()
+    tables = conn.execute(QUERIES["status/get_registry_tables"]).fetchone()
+    assert server is not None and trgm is not None and tables is not None  # one row each
+    migrated, loaded, has_reader_roles, has_generations = tables
+    status = DatabaseStatus(
+        database=server[1],
+        user=server[2],
+        server_version=server[0],
+        pg_trgm=trgm[0],
+        pg_trgm_available=bool(trgm[1]),
+        expected_schema_version=SCHEMA_VERSION,
+        migrations_version=None,
+        graph_version=None,
+    )
+    if migrated:
+        version = conn.execute(QUERIES["status/get_migrations_version"]).fetchone()
+        status.migrations_version = version[0] if version else None
+    live = None
+    if loaded:
+        row = conn.execute(QUERIES["status/get_live_graph"]).fetchone()
+        if row is not None:
+            live, status.graph_version = row
+    if has_generations:
+        rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
+        status.generations = [
+            GenerationStatus(int(g), at, int(n), size, live=(g == live)) for g, at, n, size in rows
+        ]
+    if has_reader_roles:
+        rows = conn.execute(QUERIES["status/list_reader_roles"]).fetchall()
+        status.reader_roles = {name: bool(exists) for name, exists in rows}
+    return status
+
+
+def display_conninfo(conninfo: str) -> str:
+    """The connection string as it can be shown: the password left out."""
+    params = {k: v for k, v in conninfo_to_dict(conninfo).items() if k != "password"}
+    return make_conninfo("", **params)
+
+
+def _megabytes(size: int | None) -> str:
+    """A size in MB, or that it was not measured."""
+    return "size unknown" if size is None else f"{size / 1_000_000:,.1f} MB"
+
+
+def status_lines(status: DatabaseStatus, conninfo: str) -> list[str]:
+    """`registry status` for people: one fact a line, generations newest first."""
+    if status.pg_trgm is not None:
+        trgm = f"pg_trgm {status.pg_trgm} (search uses trigram indexes)"
+    elif status.pg_trgm_available:
+        trgm = "pg_trgm not installed, but available: the next load installs it"
+    else:
+        trgm = "pg_trgm not available on this server: search scans every origin"
+    expected = status.expected_schema_version
+    migrations = status.migrations_version
+    schema = (
+        "not set up: run `registry db upgrade` or `registry load`"
+        if migrations is None
+        else f"migrations at version {migrations}, this code expects {expected}"
+        + ("" if migrations == expected else " (run `registry db upgrade`)")
+    )
+    lines = [
+        f"database     {status.database} as {status.user} ({display_conninfo(conninfo)})",
+        f"server       PostgreSQL {status.server_version}",
+        f"extensions   {trgm}",
+        f"schema       {schema}",
+    ]
+    if status.graph_version is not None:
+        lines.append(f"live graph   built for schema version {status.graph_version}")
+    if not status.generations:
+        lines.append("generations  none: no graph has been loaded")
+    else:
+        lines.append(f"generations  {len(status.generations)} kept, newest first")
+        for kept in status.generations:
+            at = kept.loaded_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            live = "  (live)" if kept.live else ""
+            lines.append(
+                f"  {kept.generation:>6}  loaded {at}  {kept.origins:,} origins  "
+                f"{_megabytes(kept.size_bytes)}{live}"
+            )
+    if not status.reader_roles:
+        lines.append("reader role  none registered (`registry db create-reader ROLE`)")
+    for role, exists in status.reader_roles.items():
+        state = "exists" if exists else "MISSING: registered but not a role of this server"
+        lines.append(f"reader role  {role}: {state}")
+    return lines

@@ -1,0 +1,173 @@
+"""GET /metrics in one process (the Flask test client): labels, causes and reasons."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from prometheus_client.parser import text_string_to_metric_families
+from psycopg_pool import PoolTimeout
+
+from registry.api.errors import unavailable_cause
+from registry.api.metrics import REJECTION_REASONS, UNAVAILABLE_CAUSES
+from tests.api.conftest import AUTH_AUDIENCE, AUTH_ISSUER
+from tests.conftest import make_token
+
+UNKNOWN_ORIGIN = "/registry/origins/svc:origin:00000000-0000-4000-8000-999999999999"
+
+
+def samples(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of one scrape, by name and sorted labels."""
+    answer = client.get("/metrics")
+    assert answer.status_code == 200
+    assert answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    found = {}
+    for family in text_string_to_metric_families(answer.get_data(as_text=True)):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def requests_of(scrape: dict, route: str, method: str, status: str) -> float:
+    """registry_http_requests_total of one route, method and status."""
+    labels = (("method", method), ("route", route), ("status", status))
+    return scrape.get(("registry_http_requests_total", labels), 0.0)
+
+
+def get(client: FlaskClient, path: str, **kwargs) -> int:
+    """One request, its body read (the body's end is when a request is counted)."""
+    answer = client.open(path, **kwargs)
+    answer.get_data()
+    answer.close()
+    return answer.status_code
+
+
+def test_requests_are_counted_by_route_template(auth_app: Flask):
+    """Ids never reach a label; unrouted paths and odd methods share one label each."""
+    client = auth_app.test_client()
+    before = samples(client)
+    token = make_token(aud=AUTH_AUDIENCE, iss=AUTH_ISSUER)
+    assert get(client, "/summary") == 200
+    assert get(client, UNKNOWN_ORIGIN, headers={"Authorization": f"Bearer {token}"}) == 404
+    assert get(client, UNKNOWN_ORIGIN + "x", headers={"Authorization": f"Bearer {token}"}) == 404
+    assert get(client, "/nothing/here/123") == 404
+    assert get(client, "/summary", method="BREW") == 405
+    assert get(client, "/summary", method="DELETE") == 405
+    after = samples(client)
+
+    def delta(route: str, method: str, status: str) -> float:
+        return requests_of(after, route, method, status) - requests_of(
+            before, route, method, status
+        )
+
+    assert delta("/summary", "GET", "200") == 1
+    assert delta("/registry/origins/<origin_id>", "GET", "404") == 2
+    assert delta("unmatched", "GET", "404") == 1
+    assert delta("unmatched", "other", "405") == 1
+    assert delta("unmatched", "DELETE", "405") == 1
+    routes = {
+        dict(labels).get("route") for name, labels in after if name.startswith("registry_http")
+    }
+    assert "/metrics" not in routes
+    assert not any(route and "svc:origin" in route for route in routes)
+    assert ("registry_build_info", ()) not in after  # build info has labels
+    assert any(name == "registry_build_info" for name, _ in after)
+    assert after[("registry_database_reachable", ())] == 1
+    assert after[("registry_generation_loaded_timestamp_seconds", ())] <= time.time()
+
+
+def test_metrics_takes_no_query(auth_app: Flask):
+    """Like the probes: a query parameter is a 400 in the API's JSON."""
+    answer = auth_app.test_client().get("/metrics?name[]=x")
+    assert answer.status_code == 400
+    assert answer.get_json()["success"] is False
+
+
+@pytest.mark.parametrize(
+    ("claims", "header", "reason"),
+    [
+        (None, None, "missing"),
+        (None, "Bearer not-a-token", "malformed"),
+        (None, "Basic dXNlcjpwYXNz", "malformed"),
+        ({"secret": "another-secret-that-is-long-enough-for-hs256-xyz"}, None, "bad_signature"),
+        ({"exp": int(time.time()) - 3600}, None, "expired"),
+        ({"nbf": int(time.time()) + 3600}, None, "not_yet_valid"),
+        ({"aud": "someone-else"}, None, "wrong_audience"),
+        ({"iss": "https://elsewhere.test"}, None, "wrong_issuer"),
+        ({"roles": ["viewer"]}, None, "forbidden_role"),
+    ],
+)
+def test_token_rejections_are_counted_by_reason(auth_app: Flask, claims, header, reason):
+    """Each refusal under /registry counts once, under its reason, and under no other."""
+    client = auth_app.test_client()
+    headers = {}
+    if header is not None:
+        headers["Authorization"] = header
+    elif claims is not None:
+        claims = {"aud": AUTH_AUDIENCE, "iss": AUTH_ISSUER, **claims}
+        roles = claims.pop("roles", ("domain_admin",))
+        headers["Authorization"] = f"Bearer {make_token(roles, **claims)}"
+    before = samples(client)
+    assert get(client, "/registry/summary", headers=headers) in (401, 403)
+    after = samples(client)
+    for each in REJECTION_REASONS:
+        key = ("registry_token_rejections_total", (("reason", each),))
+        assert after[key] - before[key] == (1 if each == reason else 0), each
+
+
+def free_port() -> int:
+    """A loopback port with nothing listening on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_unavailable_answers_are_counted_by_cause(
+    api_app_factory: Callable[..., Flask], database_factory: Callable[[], str]
+):
+    """503s by cause: a database that is down, and one with no graph loaded."""
+    down = api_app_factory(f"postgresql://postgres@127.0.0.1:{free_port()}/registry")
+    client = down.test_client()
+    before = samples(client)
+    for _ in range(3):
+        assert get(client, "/summary") == 503
+    after = samples(client)
+    assert after[("registry_database_reachable", ())] == 0
+
+    def delta(scrape_after: dict, scrape_before: dict, cause: str) -> float:
+        key = ("registry_unavailable_total", (("cause", cause),))
+        return scrape_after[key] - scrape_before[key]
+
+    assert delta(after, before, "database_down") == 3
+    assert sum(delta(after, before, cause) for cause in UNAVAILABLE_CAUSES) == 3
+
+    empty = api_app_factory(database_factory()).test_client()
+    before = samples(empty)
+    assert get(empty, "/summary") == 503
+    after = samples(empty)
+    assert delta(after, before, "no_graph") == 1
+    assert sum(delta(after, before, cause) for cause in UNAVAILABLE_CAUSES) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "down", "cause"),
+    [
+        (
+            psycopg.errors.QueryCanceled("canceling statement due to statement timeout"),
+            False,
+            "statement_timeout",
+        ),
+        (PoolTimeout("couldn't get a connection after 1.50 sec"), False, "pool_timeout"),
+        (PoolTimeout("the database could not be reached a moment ago"), True, "database_down"),
+        (psycopg.OperationalError("connection refused"), False, "database_down"),
+        (psycopg.errors.UndefinedTable("relation graph.feed does not exist"), False, "no_graph"),
+    ],
+)
+def test_each_database_failure_has_its_cause(error: Exception, down: bool, cause: str):
+    """The classification behind registry_unavailable_total{cause}."""
+    assert unavailable_cause(error, down) == cause
