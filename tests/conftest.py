@@ -121,7 +121,8 @@ def client(example_app: Any) -> Any:
 
 def make_token(roles: Any = ("domain_admin",), secret: str = TEST_SECRET, **claims: Any) -> str:
     """A real HS256 token signed with the test secret."""
-    payload: dict[str, Any] = {"sub": "tester", "exp": int(time.time()) + 600}
+    # An hour: module-level tokens are minted at collection, and a slow run lasts long.
+    payload: dict[str, Any] = {"sub": "tester", "exp": int(time.time()) + 3600}
     if roles is not None:
         payload["roles"] = list(roles) if isinstance(roles, tuple | list) else roles
     payload.update(claims)
