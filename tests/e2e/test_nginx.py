@@ -5,7 +5,8 @@ gunicorn answer themselves is JSON too."""
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,11 +178,22 @@ def test_request_id_is_generated_passed_on_and_logged(stack: Stack):
     answer = stack.proxied("/summary")
     request_id = answer.header("X-Request-ID")
     assert request_id and len(request_id) == 32
-    assert request_id in stack.gunicorn.output()
-    assert request_id in (stack.nginx.prefix / "access.log").read_text()
+    # Both logs are written after the answer has gone, so the line may land a moment later.
+    assert eventually(lambda: request_id in stack.gunicorn.output())
+    assert eventually(lambda: request_id in (stack.nginx.prefix / "access.log").read_text())
     for bad in ("x" * 200, "eyJhbGciOiJIUzI1NiJ9.e30.sig", "two words"):
         replaced = stack.proxied("/summary", headers={"X-Request-ID": bad}).header("X-Request-ID")
         assert replaced and replaced != bad
+
+
+def eventually(condition: Callable[[], bool], patience_s: float = 30.0) -> bool:
+    """Whether condition holds now or within a generous while (for lines logged after answers)."""
+    deadline = time.monotonic() + patience_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def assert_json_error(answer: Answer, status: int, error: str) -> None:
