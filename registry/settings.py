@@ -27,6 +27,12 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_POOL_MAX_WAITING": 64,
     "REGISTRY_RETRY_AFTER_S": 2,
     "REGISTRY_LOG_LEVEL": "INFO",
+    # Connections go through a transaction-mode pooler (PgBouncer): no prepared statements,
+    # and the session settings travel with each request's transaction (docs/scaling.md).
+    "REGISTRY_PGBOUNCER": False,
+    # A pooled connection is replaced after this long, so that connections that moved to
+    # another host while one was away drift back to the standbys once they return.
+    "REGISTRY_POOL_MAX_LIFETIME_S": 600.0,
 }
 
 _INTEGERS = {
@@ -36,8 +42,8 @@ _INTEGERS = {
     "REGISTRY_POOL_MAX_WAITING",
     "REGISTRY_RETRY_AFTER_S",
 }
-_FLOATS = {"REGISTRY_CONNECT_TIMEOUT_S", "REGISTRY_POOL_TIMEOUT_S"}
-_BOOLEANS = {"REGISTRY_DEV"}
+_FLOATS = {"REGISTRY_CONNECT_TIMEOUT_S", "REGISTRY_POOL_TIMEOUT_S", "REGISTRY_POOL_MAX_LIFETIME_S"}
+_BOOLEANS = {"REGISTRY_DEV", "REGISTRY_PGBOUNCER"}
 
 
 class SettingsError(ValueError):

@@ -21,7 +21,14 @@ import psycopg
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from registry.database.conninfo import connection_kwargs, resolve_database_url
+from registry.database.conninfo import (
+    connection_kwargs,
+    is_multi_host,
+    reader_conninfo,
+    request_settings,
+    resolve_database_url,
+)
+from registry.database.queries import QUERIES
 
 log = logging.getLogger("registry.db")
 
@@ -52,6 +59,10 @@ class Database:
         )
         self._unreachable_since: float | None = None
         self._last_probe = 0.0
+        # Through a transaction-mode pooler each request runs in a transaction of its own
+        # that carries the session settings (docs/scaling.md).
+        self._per_request_settings = bool(settings.get("REGISTRY_PGBOUNCER"))
+        self._multi_host = False
 
     @property
     def pool(self) -> ConnectionPool:
@@ -74,13 +85,15 @@ class Database:
     def _open_pool(self) -> ConnectionPool:
         """Build and open the pool with explicit timeouts and read-only sessions."""
         s = self._settings
-        conninfo = resolve_database_url(s)
+        conninfo = reader_conninfo(resolve_database_url(s))
+        self._multi_host = is_multi_host(conninfo)
         pool = ConnectionPool(
             conninfo,
             open=False,
             min_size=int(s["REGISTRY_POOL_MIN_SIZE"]),
             max_size=int(s["REGISTRY_POOL_MAX_SIZE"]),
             timeout=float(s["REGISTRY_POOL_TIMEOUT_S"]),
+            max_lifetime=float(s.get("REGISTRY_POOL_MAX_LIFETIME_S", 600.0)),
             max_waiting=int(s["REGISTRY_POOL_MAX_WAITING"]),
             # Give up on a failed connection attempt at once (after one immediate retry)
             # rather than back off for seconds: a backing-off attempt blocks the pool from
@@ -133,6 +146,17 @@ class Database:
 
     def getconn(self) -> psycopg.Connection:
         """Lend a connection; while the database is unreachable, fail at once or probe."""
+        conn = self._lend()
+        if self._per_request_settings:
+            try:
+                self._begin_request(conn)
+            except BaseException:
+                self.putconn(conn)
+                raise
+        return conn
+
+    def _lend(self) -> psycopg.Connection:
+        """A connection from the pool, or an immediate failure while the database is away."""
         pool = self.pool
         if self._unreachable_since is None:
             return pool.getconn()
@@ -144,13 +168,34 @@ class Database:
         # slow one finishes in the background and ends the unreachable state when it lands.
         return pool.getconn(timeout=min(PROBE_WAIT_S, pool.timeout))
 
+    def _begin_request(self, conn: psycopg.Connection) -> None:
+        """Open the request's read-only transaction with its settings, in one round trip."""
+        with conn.pipeline():
+            conn.execute(QUERIES["session/begin_request"])
+            conn.execute(QUERIES["session/set_request_settings"], request_settings(self._settings))
+
+    def _end_request(self, conn: psycopg.Connection) -> None:
+        """Close the request's transaction, so the pooler can lend its server connection on."""
+        status = conn.info.transaction_status
+        try:
+            if status == psycopg.pq.TransactionStatus.INTRANS:
+                conn.execute(QUERIES["session/end_request"])
+            elif status == psycopg.pq.TransactionStatus.INERROR:
+                conn.rollback()
+        except psycopg.Error:
+            pass  # the connection broke; the pool discards it
+
     def putconn(self, conn: psycopg.Connection) -> None:
         """Give a connection back; the pool discards it if it broke."""
         self._last_used[conn] = time.monotonic()
-        if conn.broken:
+        if self._per_request_settings and not conn.broken:
+            self._end_request(conn)
+        if conn.broken and not self._multi_host:
             # Lost in the middle of a request: most likely the server stopped or restarted.
             # Assume so until a new connection proves otherwise (it ends the state as soon as
             # it lands), so that the next requests do not each wait out the pool timeout.
+            # With several hosts the next connection goes to another one at once instead;
+            # only a failed attempt (every host refused) means the database is away.
             self._mark_unreachable("a connection broke during a request")
         self.pool.putconn(conn)
 
