@@ -347,8 +347,10 @@ class Cluster:
                 time.sleep(0.1)
 
     def start_app(self, index: int) -> Gunicorn:
-        """Start (or start again) app instance `index` over the read URL."""
-        server = start_gunicorn(self.app_env, self.folder / f"gunicorn-{index}.log", workers=2)
+        """Start app instance `index` over the read URL (again: on the port it had)."""
+        port = self.apps[index].port if index < len(self.apps) else None
+        log = self.folder / f"gunicorn-{index}.log"
+        server = start_gunicorn(self.app_env, log, workers=2, port=port)
         if index < len(self.apps):
             self.apps[index] = server
         else:

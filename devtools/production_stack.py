@@ -100,15 +100,16 @@ class Gunicorn:
 
 
 def start_gunicorn(
-    env_extra: dict[str, str], log_path: Path, workers: int | None = None
+    env_extra: dict[str, str], log_path: Path, workers: int | None = None, port: int | None = None
 ) -> Gunicorn:
-    """gunicorn wsgi:app from the repository root on a free port; returns once it answers."""
-    port = free_port()
+    """gunicorn wsgi:app from the repository root on port (a free one by default); returns
+    once it answers."""
+    port = port or free_port()
     env = {**os.environ, "REGISTRY_BIND": f"127.0.0.1:{port}", **env_extra}
     if workers is not None:
         env["REGISTRY_WORKERS"] = str(workers)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
+    with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "wsgi:app"],
             cwd=REPO,
