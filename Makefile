@@ -48,11 +48,14 @@ loadtest: install
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
 	$(BIN)/python -m devtools.loadtest load --origins $(ORIGINS)
 
-## make faulttest [ORIGINS=100000]: the same load while a private PostgreSQL stops for 10 s
+## make faulttest [ORIGINS=100000]: the same load while a private PostgreSQL stops for 10 s;
+## then the cluster's report: standby, primary, an app host, PgBouncer, one at a time
 faulttest: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
 	$(BIN)/python -m devtools.loadtest fault --origins $(ORIGINS)
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || (apt-get update -qq && apt-get install -y -qq pgbouncer)
+	$(BIN)/python -m devtools.cluster_faults --origins $(ORIGINS)
 
 ## make cluster [CLUSTER_ORIGINS=10000]: primary, hot standby, PgBouncers, two gunicorn, nginx on loopback
 cluster: install

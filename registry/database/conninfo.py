@@ -50,6 +50,22 @@ def is_multi_host(conninfo: str) -> bool:
     return "," in str(params.get("host") or "") or "," in str(params.get("hostaddr") or "")
 
 
+def without_host(conninfo: str, host: str, port: int) -> str | None:
+    """The same conninfo without one of its hosts; None when that was the only one left."""
+    params = conninfo_to_dict(conninfo)
+    hosts = str(params.get("host") or "").split(",")
+    ports = str(params.get("port") or "5432").split(",")
+    if len(ports) == 1:
+        ports = ports * len(hosts)
+    kept = [(h, p) for h, p in zip(hosts, ports, strict=True) if (h, p) != (host, str(port))]
+    if not kept or len(kept) == len(hosts):
+        return None
+    params["host"] = ",".join(h for h, _ in kept)
+    params["port"] = ",".join(p for _, p in kept)
+    params.pop("hostaddr", None)
+    return make_conninfo("", **params)
+
+
 def reader_conninfo(conninfo: str) -> str:
     """The service's reads: with several hosts, prefer standbys and spread over them.
 

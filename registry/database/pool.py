@@ -27,6 +27,7 @@ from registry.database.conninfo import (
     reader_conninfo,
     request_settings,
     resolve_database_url,
+    without_host,
 )
 from registry.database.queries import QUERIES
 
@@ -42,6 +43,33 @@ IDLE_CHECK_S = 1.0
 # probe that notices the database is back. A new connection ends the state.
 PROBE_INTERVAL_S = 0.5
 PROBE_WAIT_S = 0.1
+
+
+class VerifiedConnection(psycopg.Connection):
+    """A connection to one of several hosts that has answered a query before it is used.
+
+    libpq picks the host (target_session_attrs, load_balance_hosts); a login alone does not
+    prove the server answers when a pooler is in between: PgBouncer accepts clients, and
+    even reports the standby's in_hot_standby, while the server behind it is down. A host
+    whose first query fails is left out and libpq picks again among the rest.
+    """
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> VerifiedConnection:
+        """Connect as libpq chooses, then check; on failure try again without that host."""
+        while True:
+            conn = super().connect(conninfo, **kwargs)
+            try:
+                conn.execute(QUERIES["session/check_server"])
+                return conn
+            except psycopg.OperationalError:
+                host, port = conn.info.host, conn.info.port
+                conn.close()
+                remaining = without_host(conninfo, host, port)
+                if remaining is None:
+                    raise
+                log.warning("database host %s:%s does not answer; trying the others", host, port)
+                conninfo = remaining
 
 
 class Database:
@@ -104,6 +132,7 @@ class Database:
             check=self._check_if_idle,
             configure=self._configure_connection,
             kwargs=connection_kwargs(s, conninfo),
+            connection_class=VerifiedConnection if self._multi_host else psycopg.Connection,
             name="registry",
         )
         pool.open(wait=False)

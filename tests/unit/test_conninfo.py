@@ -9,6 +9,7 @@ from registry.database.conninfo import (
     connection_kwargs,
     is_multi_host,
     reader_conninfo,
+    without_host,
     writer_conninfo,
 )
 from registry.settings import SettingsError, load_settings, settings_from_environ
@@ -84,3 +85,15 @@ def test_the_pgbouncer_setting_is_a_boolean():
     assert settings_from_environ({"REGISTRY_PGBOUNCER": "off"})["REGISTRY_PGBOUNCER"] is False
     with pytest.raises(SettingsError):
         settings_from_environ({"REGISTRY_PGBOUNCER": "maybe"})
+
+
+def test_without_host_leaves_out_one_host_and_its_port():
+    """A host that did not answer is left out; the rest keep their ports and parameters."""
+    url = "postgresql://reader@127.0.0.1:6432,127.0.0.1:6433/registry?target_session_attrs=standby"
+    params = conninfo_to_dict(without_host(url, "127.0.0.1", 6432) or "")
+    assert params["host"] == "127.0.0.1"
+    assert params["port"] == "6433"
+    assert params["target_session_attrs"] == "standby"
+    assert without_host("postgresql://reader@db1:5432/registry", "db1", 5432) is None
+    same_port = conninfo_to_dict(without_host("host=db1,db2 port=5432", "db2", 5432) or "")
+    assert (same_port["host"], same_port["port"]) == ("db1", "5432")
