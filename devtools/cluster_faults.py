@@ -8,7 +8,8 @@ admin token) for --seconds, injects the fault --fault-at seconds in, and undoes 
 seconds later (where there is something to undo). Per scenario it prints the requests sent,
 the failed ones by status (a 503 with the contract's JSON body and Retry-After apart from
 any other), socket errors, and the time from the fault to the end of the last failed answer
-(to 100 ms): after it, every request succeeded. A scenario passes when every failure is the JSON 503.
+(to 100 ms): after it, every request succeeded. A scenario passes when every failure is
+the JSON 503.
 """
 
 from __future__ import annotations
