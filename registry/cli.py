@@ -25,7 +25,12 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
 
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
-    from registry.loader.loading import LoadRejected, load_counts_line, load_document
+    from registry.loader.loading import (
+        LoadRejected,
+        generation_lines,
+        load_counts_line,
+        load_document,
+    )
 
     interactive = sys.stderr.isatty()
     started = time.monotonic()
@@ -52,7 +57,12 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             )
             return 1
         with conn:
-            result = load_document(conn, stream, progress if interactive else None)
+            result = load_document(
+                conn,
+                stream,
+                progress if interactive else None,
+                keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+            )
     except LoadRejected as rejected:
         if interactive:
             sys.stderr.write("\n")
@@ -65,6 +75,8 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     if interactive:
         sys.stderr.write("\n")
     print(load_counts_line(result))
+    for line in generation_lines(result):
+        print(line)
     return 0
 
 

@@ -33,6 +33,10 @@ DEFAULTS: dict[str, Any] = {
     # A pooled connection is replaced after this long, so that connections that moved to
     # another host while one was away drift back to the standbys once they return.
     "REGISTRY_POOL_MAX_LIFETIME_S": 600.0,
+    # A standby further behind than this (seconds) is not used for unpinned reads.
+    "REGISTRY_MAX_REPLICA_LAG_S": 10.0,
+    # Generations kept for pinned reads (contract 7): the current one and those before it.
+    "REGISTRY_KEEP_GENERATIONS": 2,
 }
 
 _INTEGERS = {
@@ -41,8 +45,15 @@ _INTEGERS = {
     "REGISTRY_POOL_MAX_SIZE",
     "REGISTRY_POOL_MAX_WAITING",
     "REGISTRY_RETRY_AFTER_S",
+    "REGISTRY_KEEP_GENERATIONS",
 }
-_FLOATS = {"REGISTRY_CONNECT_TIMEOUT_S", "REGISTRY_POOL_TIMEOUT_S", "REGISTRY_POOL_MAX_LIFETIME_S"}
+_POSITIVE = {"REGISTRY_KEEP_GENERATIONS"}
+_FLOATS = {
+    "REGISTRY_CONNECT_TIMEOUT_S",
+    "REGISTRY_POOL_TIMEOUT_S",
+    "REGISTRY_POOL_MAX_LIFETIME_S",
+    "REGISTRY_MAX_REPLICA_LAG_S",
+}
 _BOOLEANS = {"REGISTRY_DEV", "REGISTRY_PGBOUNCER"}
 
 
@@ -80,7 +91,10 @@ def _convert(name: str, raw: str) -> Any:
     """Convert one environment value to the type its setting takes."""
     try:
         if name in _INTEGERS:
-            return int(raw)
+            number = int(raw)
+            if name in _POSITIVE and number < 1:
+                raise SettingsError(f"{name} must be at least 1, not {raw!r}")
+            return number
         if name in _FLOATS:
             return float(raw)
     except ValueError:
