@@ -380,8 +380,13 @@ class Cluster:
                 server.stop(mode="immediate")
 
 
-def start_cluster(folder: Path, document: Path) -> Cluster:
-    """Start the whole cluster under folder with document loaded; stop it with Cluster.stop."""
+def start_cluster(
+    folder: Path, document: Path, app_settings: dict[str, str] | None = None
+) -> Cluster:
+    """Start the whole cluster under folder with document loaded; stop it with Cluster.stop.
+
+    app_settings: more environment for the gunicorn instances (REGISTRY_MAX_REPLICA_LAG_S...).
+    """
     bindir = postgres_bindir()
     user = service_user()
     folder.mkdir(parents=True, exist_ok=True)
@@ -422,6 +427,7 @@ def start_cluster(folder: Path, document: Path) -> Cluster:
             "REGISTRY_PGBOUNCER": "1",
             "REGISTRY_JWT_SECRET": cluster.secret,
             "REGISTRY_JWT_ALGORITHMS": "HS256",
+            **(app_settings or {}),
         }
         for index in range(2):
             cluster.start_app(index)

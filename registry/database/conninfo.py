@@ -81,6 +81,18 @@ def reader_conninfo(conninfo: str) -> str:
     return make_conninfo("", **params)
 
 
+def primary_reader_conninfo(conninfo: str) -> str:
+    """Reads that a standby cannot answer (too far behind, or a generation it lacks).
+
+    `primary`, not `read-write`: the service's sessions are read-only by their own settings,
+    which libpq would take for a standby under `read-write`.
+    """
+    params = conninfo_to_dict(conninfo)
+    params["target_session_attrs"] = "primary"
+    params.pop("load_balance_hosts", None)
+    return make_conninfo("", **params)
+
+
 def writer_conninfo(conninfo: str) -> str:
     """Loads, migrations and role changes: only the primary, whatever the URL lists or says."""
     params = conninfo_to_dict(conninfo)

@@ -24,11 +24,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from registry.database.conninfo import (
     connection_kwargs,
     is_multi_host,
+    primary_reader_conninfo,
     reader_conninfo,
     request_settings,
     resolve_database_url,
     without_host,
 )
+from registry.database.generations import current_generation
 from registry.database.queries import QUERIES
 
 log = logging.getLogger("registry.db")
@@ -43,6 +45,22 @@ IDLE_CHECK_S = 1.0
 # probe that notices the database is back. A new connection ends the state.
 PROBE_INTERVAL_S = 0.5
 PROBE_WAIT_S = 0.1
+# A standby's replay lag is asked at most this often per connection (one tiny query).
+LAG_CHECK_S = 1.0
+
+
+def has_generation(conn: psycopg.Connection, generation: int) -> bool:
+    """Whether this server has replayed generation (or a newer one) yet."""
+    try:
+        newest = current_generation(conn)
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+        return False  # no graph replayed here yet at all
+    return newest is not None and newest.generation >= generation
+
+
+def is_standby(conn: psycopg.Connection) -> bool:
+    """Whether the server is a hot standby (PostgreSQL 14+ reports it at login; no query)."""
+    return conn.info.parameter_status("in_hot_standby") == "on"
 
 
 class VerifiedConnection(psycopg.Connection):
@@ -91,6 +109,15 @@ class Database:
         # that carries the session settings (docs/scaling.md).
         self._per_request_settings = bool(settings.get("REGISTRY_PGBOUNCER"))
         self._multi_host = False
+        # Reads a standby cannot answer go to the primary, through a pool of its own that
+        # opens connections only when needed.
+        self._primary_pool: ConnectionPool | None = None
+        self._from_primary: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
+        # When each standby connection was last found within the lag limit.
+        self._fresh_at: weakref.WeakKeyDictionary[psycopg.Connection, float] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._max_lag_s = float(settings.get("REGISTRY_MAX_REPLICA_LAG_S", 10.0))
 
     @property
     def pool(self) -> ConnectionPool:
@@ -99,6 +126,9 @@ class Database:
             with self._lock:
                 if self._pool is None or self._pid != os.getpid():
                     self._last_used = weakref.WeakKeyDictionary()
+                    self._fresh_at = weakref.WeakKeyDictionary()
+                    self._from_primary = weakref.WeakSet()
+                    self._primary_pool = None
                     self._unreachable_since = None
                     self._last_probe = 0.0
                     self._pool = self._open_pool()
@@ -134,6 +164,28 @@ class Database:
             kwargs=connection_kwargs(s, conninfo),
             connection_class=VerifiedConnection if self._multi_host else psycopg.Connection,
             name="registry",
+        )
+        pool.open(wait=False)
+        return pool
+
+    def _open_primary_pool(self) -> ConnectionPool:
+        """The pool of primary connections, for reads that no standby can answer now."""
+        s = self._settings
+        conninfo = primary_reader_conninfo(reader_conninfo(resolve_database_url(s)))
+        pool: ConnectionPool = ConnectionPool(
+            conninfo,
+            open=False,
+            min_size=0,
+            max_size=int(s["REGISTRY_POOL_MAX_SIZE"]),
+            timeout=float(s["REGISTRY_POOL_TIMEOUT_S"]),
+            max_waiting=int(s["REGISTRY_POOL_MAX_WAITING"]),
+            max_lifetime=float(s.get("REGISTRY_POOL_MAX_LIFETIME_S", 600.0)),
+            reconnect_timeout=0,
+            check=self._check_if_idle,
+            configure=self._configure_connection,
+            kwargs=connection_kwargs(s, conninfo),
+            connection_class=VerifiedConnection,
+            name="registry-primary",
         )
         pool.open(wait=False)
         return pool
@@ -174,8 +226,33 @@ class Database:
                 raise
 
     def getconn(self) -> psycopg.Connection:
-        """Lend a connection; while the database is unreachable, fail at once or probe."""
+        """Lend a connection; while the database is unreachable, fail at once or probe.
+
+        A standby further behind than REGISTRY_MAX_REPLICA_LAG_S is not used: the request
+        gets a primary connection instead.
+        """
         conn = self._lend()
+        try:
+            if self._per_request_settings:
+                self._begin_request(conn)
+            fresh = not is_standby(conn) or self._fresh_enough(conn)
+        except BaseException:
+            self.putconn(conn)
+            raise
+        if fresh:
+            return conn
+        self.putconn(conn)
+        return self.getconn_primary()
+
+    def getconn_primary(self) -> psycopg.Connection:
+        """A connection to the primary, for a read that no standby can answer now."""
+        if not self._multi_host:
+            return self.getconn()  # one host: there is no other to ask
+        with self._lock:
+            if self._primary_pool is None:
+                self._primary_pool = self._open_primary_pool()
+        conn = self._primary_pool.getconn()
+        self._from_primary.add(conn)
         if self._per_request_settings:
             try:
                 self._begin_request(conn)
@@ -183,6 +260,22 @@ class Database:
                 self.putconn(conn)
                 raise
         return conn
+
+    def _fresh_enough(self, conn: psycopg.Connection) -> bool:
+        """Whether a standby connection is within the lag limit (asked once a second)."""
+        now = time.monotonic()
+        if now - self._fresh_at.get(conn, -LAG_CHECK_S) < LAG_CHECK_S:
+            return True
+        row = conn.execute(QUERIES["session/get_replica_lag"]).fetchone()
+        lag = float(row[0]) if row is not None and row[0] is not None else 0.0
+        if lag > self._max_lag_s:
+            log.warning(
+                "standby %s:%s is %.1f s behind (limit %.1f s): reading from the primary",
+                conn.info.host, conn.info.port, lag, self._max_lag_s,
+            )  # fmt: skip
+            return False
+        self._fresh_at[conn] = now
+        return True
 
     def _lend(self) -> psycopg.Connection:
         """A connection from the pool, or an immediate failure while the database is away."""
@@ -226,6 +319,10 @@ class Database:
             # With several hosts the next connection goes to another one at once instead;
             # only a failed attempt (every host refused) means the database is away.
             self._mark_unreachable("a connection broke during a request")
+        if conn in self._from_primary and self._primary_pool is not None:
+            self._from_primary.discard(conn)
+            self._primary_pool.putconn(conn)
+            return
         self.pool.putconn(conn)
 
     def close(self) -> None:
@@ -233,5 +330,8 @@ class Database:
         with self._lock:
             if self._pool is not None and self._pid == os.getpid():
                 self._pool.close()
+                if self._primary_pool is not None:
+                    self._primary_pool.close()
             self._pool = None
+            self._primary_pool = None
             self._pid = None

@@ -8,6 +8,7 @@ pgbouncer or nginx is a failure, not a skip.
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import tempfile
@@ -32,6 +33,8 @@ ROUTES = [
     "/registry/origins/3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
 ]
 UNAVAILABLE = {"success": False, "error": "Service Unavailable"}
+# The apps' lag limit here: short, so a paused standby is past it soon.
+MAX_LAG_S = 1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,7 +54,9 @@ def cluster() -> Iterator[Cluster]:
     # PgBouncer run as another one when the tests run as root.
     folder = Path(tempfile.mkdtemp(prefix="registry-cluster-test-"))
     try:
-        started = start_cluster(folder, FIXTURES / "small-graph.jsonl")
+        started = start_cluster(
+            folder, FIXTURES / "small-graph.jsonl", {"REGISTRY_MAX_REPLICA_LAG_S": str(MAX_LAG_S)}
+        )
         try:
             yield started
         finally:
@@ -100,8 +105,9 @@ class Traffic:
             turn += 1
             try:
                 answer = request(self._port, "/v1" + route, headers=self._headers)
-            except OSError as error:  # a socket error is a failure too: status 0
-                answer = Answer(0, {}, str(error).encode())
+            except (OSError, http.client.HTTPException) as error:
+                # A socket error or a response cut short is a failure too: status 0.
+                answer = Answer(0, {}, f"{type(error).__name__}: {error}".encode())
             with self._lock:
                 self.seen.append(Seen(time.monotonic(), route, answer))
 
