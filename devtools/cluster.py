@@ -278,6 +278,7 @@ class Cluster:
     apps: list[Gunicorn] = field(default_factory=list)
     nginx: Nginx | None = None
     app_env: dict[str, str] = field(default_factory=dict)
+    document: Path | None = None  # the graph document loaded at the start
 
     @property
     def write_url(self) -> str:
@@ -400,7 +401,7 @@ def start_cluster(
                   server.port, user)
         for server in (primary, standby)
     ]  # fmt: skip
-    cluster = Cluster(folder, primary, standby, bouncers)
+    cluster = Cluster(folder, primary, standby, bouncers, document=document)
     try:
         primary.run("initdb", "-D", str(primary.pgdata), "-U", SUPERUSER, "--auth=trust",
                     "-E", "UTF8", "--locale=C.UTF-8")  # fmt: skip
