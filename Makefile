@@ -4,8 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 ORIGINS ?= 100000
+CLUSTER_ORIGINS ?= 10000
 
-.PHONY: install run test test-db lint bench loadtest faulttest clean
+.PHONY: install run test test-db test-cluster lint bench loadtest faulttest cluster clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +48,21 @@ loadtest: install
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
 	$(BIN)/python -m devtools.loadtest load --origins $(ORIGINS)
 
-## make faulttest [ORIGINS=100000]: the same load while a private PostgreSQL stops for 10 s
+## make faulttest [ORIGINS=100000]: the same load while a private PostgreSQL stops for 10 s;
+## then the cluster's report: standby, primary, an app host, PgBouncer, one at a time
 faulttest: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
 	$(BIN)/python -m devtools.loadtest fault --origins $(ORIGINS)
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || (apt-get update -qq && apt-get install -y -qq pgbouncer)
+	$(BIN)/python -m devtools.cluster_faults --origins $(ORIGINS)
+
+## make cluster [CLUSTER_ORIGINS=10000]: primary, hot standby, PgBouncers, two gunicorn, nginx on loopback
+cluster: install
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || (apt-get update -qq && apt-get install -y -qq pgbouncer)
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx)
+	$(BIN)/python -m devtools.cluster --origins $(CLUSTER_ORIGINS)
+
+## make test-cluster: the fault scenarios on that cluster (PostgreSQL binaries, pgbouncer, nginx)
+test-cluster: install
+	REGISTRY_CLUSTER_TESTS=1 $(BIN)/python -m pytest tests/cluster -m cluster

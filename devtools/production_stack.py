@@ -25,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,15 +100,16 @@ class Gunicorn:
 
 
 def start_gunicorn(
-    env_extra: dict[str, str], log_path: Path, workers: int | None = None
+    env_extra: dict[str, str], log_path: Path, workers: int | None = None, port: int | None = None
 ) -> Gunicorn:
-    """gunicorn wsgi:app from the repository root on a free port; returns once it answers."""
-    port = free_port()
+    """gunicorn wsgi:app from the repository root on port (a free one by default); returns
+    once it answers."""
+    port = port or free_port()
     env = {**os.environ, "REGISTRY_BIND": f"127.0.0.1:{port}", **env_extra}
     if workers is not None:
         env["REGISTRY_WORKERS"] = str(workers)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
+    with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "wsgi:app"],
             cwd=REPO,
@@ -168,12 +170,23 @@ def _replace_once(text: str, pattern: str, replacement: str) -> str:
     return result
 
 
-def render_site(upstream_port: int, listen_port: int, access_log: str) -> str:
-    """deploy/nginx.conf with its upstream, listen and access-log lines pointed at this run."""
+def render_site(upstream_ports: int | Sequence[int], listen_port: int, access_log: str) -> str:
+    """deploy/nginx.conf with its upstream, listen and access-log lines pointed at this run.
+
+    The upstream's `server` lines become one per port, each with the parameters (max_fails,
+    fail_timeout) of the file's first one.
+    """
+    ports = [upstream_ports] if isinstance(upstream_ports, int) else list(upstream_ports)
     text = NGINX_SITE.read_text()
-    text = _replace_once(
-        text, r"^(\s*)server 127\.0\.0\.1:\d+;", rf"\g<1>server 127.0.0.1:{upstream_port};"
-    )
+    servers = list(re.finditer(r"^(\s*)server 127\.0\.0\.1:\d+((?: [^;\n]+)?);\n", text, re.M))
+    if not servers:
+        raise RuntimeError("deploy/nginx.conf: expected upstream lines `server 127.0.0.1:PORT`")
+    indent, parameters = servers[0].group(1), servers[0].group(2)
+    lines = "".join(f"{indent}server 127.0.0.1:{port}{parameters};\n" for port in ports)
+    for match in reversed(servers):
+        text = (
+            text[: match.start()] + ("" if match is not servers[0] else lines) + text[match.end() :]
+        )
     text = _replace_once(text, r"^(\s*)listen \d+;", rf"\g<1>listen 127.0.0.1:{listen_port};")
     return _replace_once(
         text, r"^(\s*)access_log \S+ registry_json;", rf"\g<1>access_log {access_log};"
@@ -207,7 +220,7 @@ def main_config(prefix: Path, site: Path, worker_processes: str) -> str:
 
 @dataclass
 class Nginx:
-    """A running nginx in front of one gunicorn."""
+    """A running nginx in front of gunicorn."""
 
     port: int
     process: subprocess.Popen
@@ -234,9 +247,12 @@ class Nginx:
 
 
 def start_nginx(
-    prefix: Path, upstream_port: int, worker_processes: str = "1", access_log: bool = False
+    prefix: Path,
+    upstream_port: int | Sequence[int],
+    worker_processes: str = "1",
+    access_log: bool = False,
 ) -> Nginx:
-    """nginx in the foreground with deploy/nginx.conf in front of 127.0.0.1:upstream_port."""
+    """nginx in the foreground with deploy/nginx.conf in front of 127.0.0.1:upstream_port(s)."""
     binary = nginx_binary()
     if binary is None:
         raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")

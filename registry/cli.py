@@ -9,13 +9,17 @@ from typing import IO, Any
 
 import psycopg
 
-from registry.database.conninfo import resolve_database_url
+from registry.database.conninfo import resolve_database_url, writer_conninfo
 from registry.settings import SettingsError, load_settings
 
 
 def _connect(settings: dict[str, Any]) -> psycopg.Connection:
-    """An autocommit connection to the configured database (the embedded one by default)."""
-    return psycopg.connect(resolve_database_url(settings), autocommit=True)
+    """An autocommit connection to the primary of the configured database.
+
+    Loads, migrations and roles change the database, so with a multi-host DATABASE_URL only
+    a read-write server will do (target_session_attrs=read-write), whatever the URL says.
+    """
+    return psycopg.connect(writer_conninfo(resolve_database_url(settings)), autocommit=True)
 
 
 def database_failure(error: psycopg.Error) -> str:
@@ -49,7 +53,17 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     if sys.stderr.isatty():
         progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
     try:
-        with _connect(settings) as conn:
+        try:
+            conn = _connect(settings)
+        except psycopg.OperationalError as error:
+            progress.close()
+            print(
+                "registry load: no primary (read-write) database server could be reached; "
+                f"nothing changed.\n{str(error).strip()}",
+                file=sys.stderr,
+            )
+            return 1
+        with conn:
             try:
                 result = load_document(
                     conn,
@@ -234,7 +248,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     env = dict(os.environ)
     database_url = resolve_database_url(settings)
     env["DATABASE_URL"] = database_url
-    with psycopg.connect(database_url, autocommit=True) as conn:
+    with _connect(settings) as conn:
         ensure_graph(conn)
         row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
         if args.dev and row is not None and row[0] == 0:

@@ -29,6 +29,14 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_POOL_MAX_WAITING": 64,
     "REGISTRY_RETRY_AFTER_S": 2,
     "REGISTRY_LOG_LEVEL": "INFO",
+    # Connections go through a transaction-mode pooler (PgBouncer): no prepared statements,
+    # and the session settings travel with each request's transaction (docs/scaling.md).
+    "REGISTRY_PGBOUNCER": False,
+    # A pooled connection is replaced after this long, so that connections that moved to
+    # another host while one was away drift back to the standbys once they return.
+    "REGISTRY_POOL_MAX_LIFETIME_S": 600.0,
+    # A standby further behind than this (seconds) is not used for unpinned reads.
+    "REGISTRY_MAX_REPLICA_LAG_S": 10.0,
     # Generations kept for pinned reads (contract 7): the current one and those before it.
     "REGISTRY_KEEP_GENERATIONS": 2,
     # Read by `registry db create-reader` only: the new role's password (never in argv).
@@ -44,8 +52,13 @@ _INTEGERS = {
     "REGISTRY_KEEP_GENERATIONS",
 }
 _POSITIVE = {"REGISTRY_KEEP_GENERATIONS"}
-_FLOATS = {"REGISTRY_CONNECT_TIMEOUT_S", "REGISTRY_POOL_TIMEOUT_S"}
-_BOOLEANS = {"REGISTRY_DEV"}
+_FLOATS = {
+    "REGISTRY_CONNECT_TIMEOUT_S",
+    "REGISTRY_POOL_TIMEOUT_S",
+    "REGISTRY_POOL_MAX_LIFETIME_S",
+    "REGISTRY_MAX_REPLICA_LAG_S",
+}
+_BOOLEANS = {"REGISTRY_DEV", "REGISTRY_PGBOUNCER"}
 
 
 class SettingsError(ValueError):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import psycopg
-from flask import Flask, current_app, g
+from flask import Flask, current_app, g, request
 
 from registry.api.metrics import observe_pool
-from registry.database.pool import Database
+from registry.database.pool import Database, has_generation, is_standby
 
 
 def init_app(app: Flask) -> None:
@@ -19,9 +19,24 @@ def get_connection() -> psycopg.Connection:
     """The connection of this request, checked out of the pool on first use."""
     if "registry_conn" not in g:
         database: Database = current_app.extensions["registry_db"]
-        g.registry_conn = database.getconn()
+        conn = database.getconn()
+        pinned = _pinned_generation()
+        if pinned is not None and is_standby(conn) and not has_generation(conn, pinned):
+            # A standby that has not replayed the generation asked for would answer 400 where
+            # the primary answers it: ask the primary (docs/scaling.md, consistency).
+            database.putconn(conn)
+            conn = database.getconn_primary()
+        g.registry_conn = conn
         observe_pool(database)
     return g.registry_conn
+
+
+def _pinned_generation() -> int | None:
+    """The request's generation=n, when it is one plain number (the schema judges the rest)."""
+    values = request.args.getlist("generation")
+    if len(values) == 1 and values[0].isdigit() and len(values[0]) < 19:
+        return int(values[0])
+    return None
 
 
 def _release_connection(_exc: BaseException | None) -> None:

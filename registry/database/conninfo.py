@@ -44,6 +44,62 @@ def database_name(conninfo: str) -> str:
     return str(params.get("dbname") or params.get("user") or os.environ.get("USER", "postgres"))
 
 
+def is_multi_host(conninfo: str) -> bool:
+    """Whether a conninfo names several hosts (a libpq multi-host URI or host=a,b)."""
+    params = conninfo_to_dict(conninfo)
+    return "," in str(params.get("host") or "") or "," in str(params.get("hostaddr") or "")
+
+
+def without_host(conninfo: str, host: str, port: int) -> str | None:
+    """The same conninfo without one of its hosts; None when that was the only one left."""
+    params = conninfo_to_dict(conninfo)
+    hosts = str(params.get("host") or "").split(",")
+    ports = str(params.get("port") or "5432").split(",")
+    if len(ports) == 1:
+        ports = ports * len(hosts)
+    kept = [(h, p) for h, p in zip(hosts, ports, strict=True) if (h, p) != (host, str(port))]
+    if not kept or len(kept) == len(hosts):
+        return None
+    params["host"] = ",".join(h for h, _ in kept)
+    params["port"] = ",".join(p for _, p in kept)
+    params.pop("hostaddr", None)
+    return make_conninfo("", **params)
+
+
+def reader_conninfo(conninfo: str) -> str:
+    """The service's reads: with several hosts, prefer standbys and spread over them.
+
+    A URL that says otherwise keeps its own choice. psycopg makes the attempts itself (every
+    host as a standby first, then any host), so `load_balance_hosts` works whatever libpq is
+    underneath; a stopped host is refused at once and the next one tried.
+    """
+    if not is_multi_host(conninfo):
+        return conninfo
+    params = conninfo_to_dict(conninfo)
+    params.setdefault("target_session_attrs", "prefer-standby")
+    params.setdefault("load_balance_hosts", "random")
+    return make_conninfo("", **params)
+
+
+def primary_reader_conninfo(conninfo: str) -> str:
+    """Reads that a standby cannot answer (too far behind, or a generation it lacks).
+
+    `primary`, not `read-write`: the service's sessions are read-only by their own settings,
+    which libpq would take for a standby under `read-write`.
+    """
+    params = conninfo_to_dict(conninfo)
+    params["target_session_attrs"] = "primary"
+    params.pop("load_balance_hosts", None)
+    return make_conninfo("", **params)
+
+
+def writer_conninfo(conninfo: str) -> str:
+    """Loads, migrations and role changes: only the primary, whatever the URL lists or says."""
+    params = conninfo_to_dict(conninfo)
+    params["target_session_attrs"] = "read-write"
+    return make_conninfo("", **params)
+
+
 def session_options(settings: Mapping[str, Any]) -> str:
     """Server settings of every pooled session: read-only, a time budget per statement, serial.
 
@@ -59,6 +115,20 @@ def session_options(settings: Mapping[str, Any]) -> str:
     )
 
 
+def request_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The same settings as session_options, as values for set_config(..., true) per request.
+
+    Through a transaction-mode pooler the startup `options` cannot carry them (PgBouncer 1.18
+    refuses the parameter, and a server connection is shared by every client anyway), so
+    each request opens a read-only transaction and sets them locally in it.
+    """
+    return {
+        "statement_timeout": str(int(settings["REGISTRY_STATEMENT_TIMEOUT_MS"])),
+        "idle_in_transaction_session_timeout": "10000",
+        "max_parallel_workers_per_gather": "0",
+    }
+
+
 def connection_kwargs(settings: Mapping[str, Any], conninfo: str) -> dict[str, Any]:
     """libpq parameters of pooled connections: timeouts and keepalives the URL leaves unset."""
     given = conninfo_to_dict(conninfo)
@@ -70,8 +140,14 @@ def connection_kwargs(settings: Mapping[str, Any], conninfo: str) -> dict[str, A
             "autocommit": True,
             # libpq counts whole seconds and treats anything under 2 as 2.
             "connect_timeout": max(2, round(float(settings["REGISTRY_CONNECT_TIMEOUT_S"]))),
-            "options": session_options(settings),
             "application_name": "broadcast-registry",
         }
     )
+    if settings.get("REGISTRY_PGBOUNCER"):
+        # Transaction pooling: consecutive statements of one client may run on different
+        # server connections, so a statement prepared on one is unknown on the next
+        # (PgBouncer 1.18 does not track protocol-level prepared statements). No preparing.
+        kwargs["prepare_threshold"] = None
+    else:
+        kwargs["options"] = session_options(settings)
     return kwargs

@@ -21,7 +21,17 @@ import psycopg
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from registry.database.conninfo import connection_kwargs, resolve_database_url
+from registry.database.conninfo import (
+    connection_kwargs,
+    is_multi_host,
+    primary_reader_conninfo,
+    reader_conninfo,
+    request_settings,
+    resolve_database_url,
+    without_host,
+)
+from registry.database.generations import current_generation
+from registry.database.queries import QUERIES
 
 log = logging.getLogger("registry.db")
 
@@ -35,6 +45,49 @@ IDLE_CHECK_S = 1.0
 # probe that notices the database is back. A new connection ends the state.
 PROBE_INTERVAL_S = 0.5
 PROBE_WAIT_S = 0.1
+# A standby's replay lag is asked at most this often per connection (one tiny query).
+LAG_CHECK_S = 1.0
+
+
+def has_generation(conn: psycopg.Connection, generation: int) -> bool:
+    """Whether this server has replayed generation (or a newer one) yet."""
+    try:
+        newest = current_generation(conn)
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+        return False  # no graph replayed here yet at all
+    return newest is not None and newest.generation >= generation
+
+
+def is_standby(conn: psycopg.Connection) -> bool:
+    """Whether the server is a hot standby (PostgreSQL 14+ reports it at login; no query)."""
+    return conn.info.parameter_status("in_hot_standby") == "on"
+
+
+class VerifiedConnection(psycopg.Connection):
+    """A connection to one of several hosts that has answered a query before it is used.
+
+    libpq picks the host (target_session_attrs, load_balance_hosts); a login alone does not
+    prove the server answers when a pooler is in between: PgBouncer accepts clients, and
+    even reports the standby's in_hot_standby, while the server behind it is down. A host
+    whose first query fails is left out and libpq picks again among the rest.
+    """
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> VerifiedConnection:
+        """Connect as libpq chooses, then check; on failure try again without that host."""
+        while True:
+            conn = super().connect(conninfo, **kwargs)
+            try:
+                conn.execute(QUERIES["session/check_server"])
+                return conn
+            except psycopg.OperationalError:
+                host, port = conn.info.host, conn.info.port
+                conn.close()
+                remaining = without_host(conninfo, host, port)
+                if remaining is None:
+                    raise
+                log.warning("database host %s:%s does not answer; trying the others", host, port)
+                conninfo = remaining
 
 
 class Database:
@@ -52,6 +105,19 @@ class Database:
         )
         self._unreachable_since: float | None = None
         self._last_probe = 0.0
+        # Through a transaction-mode pooler each request runs in a transaction of its own
+        # that carries the session settings (docs/scaling.md).
+        self._per_request_settings = bool(settings.get("REGISTRY_PGBOUNCER"))
+        self._multi_host = False
+        # Reads a standby cannot answer go to the primary, through a pool of its own that
+        # opens connections only when needed.
+        self._primary_pool: ConnectionPool | None = None
+        self._from_primary: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
+        # When each standby connection was last found within the lag limit.
+        self._fresh_at: weakref.WeakKeyDictionary[psycopg.Connection, float] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._max_lag_s = float(settings.get("REGISTRY_MAX_REPLICA_LAG_S", 10.0))
 
     @property
     def pool(self) -> ConnectionPool:
@@ -60,6 +126,9 @@ class Database:
             with self._lock:
                 if self._pool is None or self._pid != os.getpid():
                     self._last_used = weakref.WeakKeyDictionary()
+                    self._fresh_at = weakref.WeakKeyDictionary()
+                    self._from_primary = weakref.WeakSet()
+                    self._primary_pool = None
                     self._unreachable_since = None
                     self._last_probe = 0.0
                     self._pool = self._open_pool()
@@ -74,13 +143,15 @@ class Database:
     def _open_pool(self) -> ConnectionPool:
         """Build and open the pool with explicit timeouts and read-only sessions."""
         s = self._settings
-        conninfo = resolve_database_url(s)
+        conninfo = reader_conninfo(resolve_database_url(s))
+        self._multi_host = is_multi_host(conninfo)
         pool = ConnectionPool(
             conninfo,
             open=False,
             min_size=int(s["REGISTRY_POOL_MIN_SIZE"]),
             max_size=int(s["REGISTRY_POOL_MAX_SIZE"]),
             timeout=float(s["REGISTRY_POOL_TIMEOUT_S"]),
+            max_lifetime=float(s.get("REGISTRY_POOL_MAX_LIFETIME_S", 600.0)),
             max_waiting=int(s["REGISTRY_POOL_MAX_WAITING"]),
             # Give up on a failed connection attempt at once (after one immediate retry)
             # rather than back off for seconds: a backing-off attempt blocks the pool from
@@ -91,7 +162,30 @@ class Database:
             check=self._check_if_idle,
             configure=self._configure_connection,
             kwargs=connection_kwargs(s, conninfo),
+            connection_class=VerifiedConnection if self._multi_host else psycopg.Connection,
             name="registry",
+        )
+        pool.open(wait=False)
+        return pool
+
+    def _open_primary_pool(self) -> ConnectionPool:
+        """The pool of primary connections, for reads that no standby can answer now."""
+        s = self._settings
+        conninfo = primary_reader_conninfo(reader_conninfo(resolve_database_url(s)))
+        pool: ConnectionPool = ConnectionPool(
+            conninfo,
+            open=False,
+            min_size=0,
+            max_size=int(s["REGISTRY_POOL_MAX_SIZE"]),
+            timeout=float(s["REGISTRY_POOL_TIMEOUT_S"]),
+            max_waiting=int(s["REGISTRY_POOL_MAX_WAITING"]),
+            max_lifetime=float(s.get("REGISTRY_POOL_MAX_LIFETIME_S", 600.0)),
+            reconnect_timeout=0,
+            check=self._check_if_idle,
+            configure=self._configure_connection,
+            kwargs=connection_kwargs(s, conninfo),
+            connection_class=VerifiedConnection,
+            name="registry-primary",
         )
         pool.open(wait=False)
         return pool
@@ -132,7 +226,59 @@ class Database:
                 raise
 
     def getconn(self) -> psycopg.Connection:
-        """Lend a connection; while the database is unreachable, fail at once or probe."""
+        """Lend a connection; while the database is unreachable, fail at once or probe.
+
+        A standby further behind than REGISTRY_MAX_REPLICA_LAG_S is not used: the request
+        gets a primary connection instead.
+        """
+        conn = self._lend()
+        try:
+            if self._per_request_settings:
+                self._begin_request(conn)
+            fresh = not is_standby(conn) or self._fresh_enough(conn)
+        except BaseException:
+            self.putconn(conn)
+            raise
+        if fresh:
+            return conn
+        self.putconn(conn)
+        return self.getconn_primary()
+
+    def getconn_primary(self) -> psycopg.Connection:
+        """A connection to the primary, for a read that no standby can answer now."""
+        if not self._multi_host:
+            return self.getconn()  # one host: there is no other to ask
+        with self._lock:
+            if self._primary_pool is None:
+                self._primary_pool = self._open_primary_pool()
+        conn = self._primary_pool.getconn()
+        self._from_primary.add(conn)
+        if self._per_request_settings:
+            try:
+                self._begin_request(conn)
+            except BaseException:
+                self.putconn(conn)
+                raise
+        return conn
+
+    def _fresh_enough(self, conn: psycopg.Connection) -> bool:
+        """Whether a standby connection is within the lag limit (asked once a second)."""
+        now = time.monotonic()
+        if now - self._fresh_at.get(conn, -LAG_CHECK_S) < LAG_CHECK_S:
+            return True
+        row = conn.execute(QUERIES["session/get_replica_lag"]).fetchone()
+        lag = float(row[0]) if row is not None and row[0] is not None else 0.0
+        if lag > self._max_lag_s:
+            log.warning(
+                "standby %s:%s is %.1f s behind (limit %.1f s): reading from the primary",
+                conn.info.host, conn.info.port, lag, self._max_lag_s,
+            )  # fmt: skip
+            return False
+        self._fresh_at[conn] = now
+        return True
+
+    def _lend(self) -> psycopg.Connection:
+        """A connection from the pool, or an immediate failure while the database is away."""
         pool = self.pool
         if self._unreachable_since is None:
             return pool.getconn()
@@ -144,14 +290,39 @@ class Database:
         # slow one finishes in the background and ends the unreachable state when it lands.
         return pool.getconn(timeout=min(PROBE_WAIT_S, pool.timeout))
 
+    def _begin_request(self, conn: psycopg.Connection) -> None:
+        """Open the request's read-only transaction with its settings, in one round trip."""
+        with conn.pipeline():
+            conn.execute(QUERIES["session/begin_request"])
+            conn.execute(QUERIES["session/set_request_settings"], request_settings(self._settings))
+
+    def _end_request(self, conn: psycopg.Connection) -> None:
+        """Close the request's transaction, so the pooler can lend its server connection on."""
+        status = conn.info.transaction_status
+        try:
+            if status == psycopg.pq.TransactionStatus.INTRANS:
+                conn.execute(QUERIES["session/end_request"])
+            elif status == psycopg.pq.TransactionStatus.INERROR:
+                conn.rollback()
+        except psycopg.Error:
+            pass  # the connection broke; the pool discards it
+
     def putconn(self, conn: psycopg.Connection) -> None:
         """Give a connection back; the pool discards it if it broke."""
         self._last_used[conn] = time.monotonic()
-        if conn.broken:
+        if self._per_request_settings and not conn.broken:
+            self._end_request(conn)
+        if conn.broken and not self._multi_host:
             # Lost in the middle of a request: most likely the server stopped or restarted.
             # Assume so until a new connection proves otherwise (it ends the state as soon as
             # it lands), so that the next requests do not each wait out the pool timeout.
+            # With several hosts the next connection goes to another one at once instead;
+            # only a failed attempt (every host refused) means the database is away.
             self._mark_unreachable("a connection broke during a request")
+        if conn in self._from_primary and self._primary_pool is not None:
+            self._from_primary.discard(conn)
+            self._primary_pool.putconn(conn)
+            return
         self.pool.putconn(conn)
 
     def pool_stats(self) -> dict[str, int] | None:
@@ -165,5 +336,8 @@ class Database:
         with self._lock:
             if self._pool is not None and self._pid == os.getpid():
                 self._pool.close()
+                if self._primary_pool is not None:
+                    self._primary_pool.close()
             self._pool = None
+            self._primary_pool = None
             self._pid = None

@@ -1,0 +1,240 @@
+"""The service in its scaled-out shape (docs/scaling.md), and losing one part at a time.
+
+One cluster per module: a primary and a hot standby, a PgBouncer in transaction mode in front
+of each, two gunicorn instances over DATABASE_URL naming both PgBouncers, nginx in front of
+both instances. Each fault runs under steady traffic through nginx; the tests assert what
+failed (nothing, or only the contract's JSON 503) and that everything answers again after,
+never how fast.
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+import psycopg
+import pytest
+
+from devtools.cluster import READER, Cluster
+from registry.database.pool import Database
+from registry.settings import load_settings
+from tests.cluster.conftest import (
+    MAX_LAG_S,
+    Traffic,
+    assert_failures_are_unavailable,
+    wait_until_all_ok,
+)
+from tests.conftest import FIXTURES, TEST_SECRET, make_token
+from tests.e2e.raw_http import request
+
+pytestmark = pytest.mark.e2e
+
+
+def registry_summary(cluster: Cluster) -> dict:
+    """/registry/summary through nginx, without its timestamp."""
+    assert cluster.nginx is not None
+    headers = {"Authorization": f"Bearer {cluster.token()}"}
+    answer = request(cluster.nginx.port, "/v1/registry/summary", headers=headers)
+    assert answer.status == 200, answer.body
+    body = orjson.loads(answer.body)
+    body.pop("generated_at", None)
+    return body
+
+
+def reader_backends(cluster: Cluster, server: str) -> int:
+    """Server connections of the app's role on one PostgreSQL server."""
+    target = cluster.primary if server == "primary" else cluster.standby
+    with target.connect() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (READER,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+# -- the shape ---------------------------------------------------------------------------------
+
+
+def test_the_cluster_answers_through_nginx_from_the_standby(cluster: Cluster):
+    """Reads prefer the standby: the app's server connections are there."""
+    wait_until_all_ok(cluster)
+    assert reader_backends(cluster, "standby") >= 1
+    with cluster.standby.connect() as conn:
+        row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+    assert row == (True,)
+
+
+def test_a_load_listing_the_standby_first_writes_to_the_primary(cluster: Cluster):
+    """registry load forces target_session_attrs=read-write: the standby-first URL works."""
+    before = registry_summary(cluster)
+    result = cluster.load(FIXTURES / "small-graph.jsonl")
+    assert result.returncode == 0, result.stderr
+    cluster.wait_for_replay()
+    assert registry_summary(cluster) == before
+
+
+def test_session_settings_hold_per_transaction_through_pgbouncer(cluster: Cluster):
+    """Through PgBouncer in transaction mode: read-only and the time budget, every request."""
+    url = f"postgresql://{READER}@127.0.0.1:{cluster.primary_bouncer.port}/registry"
+    settings = load_settings(
+        {"DATABASE_URL": url, "REGISTRY_PGBOUNCER": True, "REGISTRY_STATEMENT_TIMEOUT_MS": 300}
+    )
+    database = Database(settings)
+    try:
+        for _ in range(3):  # a new transaction each time, maybe another server connection
+            conn = database.getconn()
+            try:
+                timeout = conn.execute("SHOW statement_timeout").fetchone()
+                read_only = conn.execute("SHOW transaction_read_only").fetchone()
+                assert timeout == ("300ms",)
+                assert read_only == ("on",)
+                with pytest.raises(psycopg.errors.QueryCanceled):
+                    conn.execute("SELECT pg_sleep(2)")
+            finally:
+                database.putconn(conn)
+        conn = database.getconn()
+        try:
+            with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+                conn.execute("CREATE TABLE public.should_not_exist (x int)")
+        finally:
+            database.putconn(conn)
+    finally:
+        database.close()
+
+
+# -- generations across hosts ------------------------------------------------------------------
+
+
+def generation_of(cluster: Cluster, target: str = "/v1/registry/summary") -> int:
+    """The Registry-Generation of one answer through nginx."""
+    assert cluster.nginx is not None
+    headers = {"Authorization": f"Bearer {cluster.token()}"}
+    answer = request(cluster.nginx.port, target, headers=headers)
+    assert answer.status == 200, answer.body
+    return int(answer.header("Registry-Generation") or 0)
+
+
+def test_a_paused_standby_answers_neither_pinned_nor_stale_reads(cluster: Cluster):
+    """Replay paused, a load on the primary: a read pinned to the new generation is answered
+    (by the primary), and past the lag limit unpinned reads get the new generation too."""
+    from app import create_app
+
+    wait_until_all_ok(cluster)
+    old = generation_of(cluster)
+    # An app of its own with a lag limit nothing reaches, so only the pinned rule acts.
+    patient = create_app(
+        {
+            "TESTING": True,
+            "DATABASE_URL": cluster.read_url,
+            "REGISTRY_PGBOUNCER": True,
+            "REGISTRY_MAX_REPLICA_LAG_S": 3600,
+            "REGISTRY_JWT_SECRET": TEST_SECRET,
+            "REGISTRY_JWT_ALGORITHMS": "HS256",
+        }
+    )
+    client = patient.test_client()
+    admin = {"Authorization": f"Bearer {make_token()}"}
+    with cluster.standby.connect() as conn:
+        conn.execute("SELECT pg_wal_replay_pause()")
+    try:
+        result = cluster.load(FIXTURES / "small-graph.jsonl")
+        assert result.returncode == 0, result.stderr
+        new = old + 1
+        unpinned = client.get("/registry/summary", headers=admin)
+        assert unpinned.headers["Registry-Generation"] == str(old)  # the paused standby
+        pinned = client.get(f"/registry/summary?generation={new}", headers=admin)
+        assert pinned.status_code == 200, pinned.get_data()
+        assert pinned.headers["Registry-Generation"] == str(new)
+        listing = client.get(f"/registry/origins?limit=1&generation={new}", headers=admin)
+        assert listing.status_code == 200
+        assert listing.headers["Registry-Generation"] == str(new)
+        never = client.get(f"/registry/summary?generation={new + 5}", headers=admin)
+        assert never.status_code == 400  # what the primary says too
+
+        time.sleep(MAX_LAG_S + 1.5)
+        with Traffic(cluster) as traffic:
+            time.sleep(2)
+        assert traffic.failures() == []
+        assert generation_of(cluster) == new
+        assert generation_of(cluster, f"/v1/registry/summary?generation={new}") == new
+    finally:
+        with cluster.standby.connect() as conn:
+            conn.execute("SELECT pg_wal_replay_resume()")
+        patient.extensions["registry_db"].close()
+    cluster.wait_for_replay()
+    wait_until_all_ok(cluster)
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+
+def test_one_app_host_killed(cluster: Cluster):
+    """SIGKILL one gunicorn instance: nginx sends its requests to the other instance.
+
+    A request whose answer the killed instance was already sending cannot be sent again
+    (nginx has passed part of it on): at most one per killed worker is cut short. Nothing
+    else fails.
+    """
+    wait_until_all_ok(cluster)
+    workers = len(cluster.apps[0].worker_pids())
+    with Traffic(cluster) as traffic:
+        time.sleep(1)
+        cluster.kill_app(0)
+        time.sleep(4)
+    assert traffic.seen
+    failures = traffic.failures()
+    assert all(seen.answer.status == 0 for seen in failures), failures
+    assert len(failures) <= workers
+    cluster.start_app(0)
+    wait_until_all_ok(cluster)
+
+
+def test_pgbouncer_restarted(cluster: Cluster):
+    """Restart the standby's PgBouncer under traffic: at most JSON 503s, then all 200s."""
+    wait_until_all_ok(cluster)
+    with Traffic(cluster) as traffic:
+        time.sleep(1)
+        cluster.standby_bouncer.restart()
+        time.sleep(3)
+    assert_failures_are_unavailable(traffic)
+    wait_until_all_ok(cluster)
+
+
+def test_standby_stopped(cluster: Cluster):
+    """Stop the standby under traffic: the primary answers meanwhile; only JSON 503s fail."""
+    wait_until_all_ok(cluster)
+    with Traffic(cluster) as traffic:
+        time.sleep(1)
+        cluster.standby.stop()
+        stopped = time.monotonic()
+        time.sleep(5)
+        during = traffic.ok_between(stopped + 2, time.monotonic())
+        cluster.standby.start()
+        time.sleep(2)
+    assert during > 0, "nothing answered while the standby was down"
+    assert_failures_are_unavailable(traffic)
+    wait_until_all_ok(cluster)
+    cluster.wait_for_replay()
+
+
+def test_primary_stopped(cluster: Cluster):
+    """Stop the primary: reads continue from the standby; a load fails clearly, changes nothing."""
+    wait_until_all_ok(cluster)
+    before = registry_summary(cluster)
+    with Traffic(cluster) as traffic:
+        time.sleep(1)
+        cluster.primary.stop()
+        stopped = time.monotonic()
+        load = cluster.load(FIXTURES / "small-graph.jsonl")
+        time.sleep(3)
+        during = traffic.ok_between(stopped + 2, time.monotonic())
+    assert during > 0, "nothing answered while the primary was down"
+    assert_failures_are_unavailable(traffic)
+    assert load.returncode == 1
+    assert "no primary (read-write) database server could be reached" in load.stderr
+    assert "nothing changed" in load.stderr
+    assert registry_summary(cluster) == before
+    cluster.primary.start()
+    wait_until_all_ok(cluster)
+    cluster.wait_for_replay()
+    assert registry_summary(cluster) == before
