@@ -99,9 +99,15 @@ class Gunicorn:
 
 
 def start_gunicorn(
-    env_extra: dict[str, str], log_path: Path, workers: int | None = None
+    env_extra: dict[str, str],
+    log_path: Path,
+    workers: int | None = None,
+    app: str = "wsgi:app",
 ) -> Gunicorn:
-    """gunicorn wsgi:app from the repository root on a free port; returns once it answers."""
+    """gunicorn wsgi:app (or another app) from the repository root on a free port.
+
+    Returns once it answers.
+    """
     port = free_port()
     env = {**os.environ, "REGISTRY_BIND": f"127.0.0.1:{port}", **env_extra}
     if workers is not None:
@@ -109,7 +115,7 @@ def start_gunicorn(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "wsgi:app"],
+            [sys.executable, "-m", "gunicorn", app],
             cwd=REPO,
             env=env,
             stdout=log,
