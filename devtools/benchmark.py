@@ -61,7 +61,9 @@ def demo_document(origins: int, seed: int, cache: Path) -> Path:
 def prepare_database(origins: int, seed: int, cache: Path) -> str:
     """A database holding the demo graph of this size; generated and loaded only once."""
     server = resolve_database_url(load_settings())
-    name = f"registry_bench_{origins}_{seed}"
+    # The load SQL's fingerprint in the name: branches with different read models can bench
+    # on one server without reloading each other's graph.
+    name = f"registry_bench_{origins}_{seed}_{GRAPH_FORMAT[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:
         exists = conn.execute(QUERIES["meta/database_exists"], {"name": name}).fetchone()
         if not (exists and exists[0]):

@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 
 from registry.database.queries import QUERIES
+from registry.database.search_cache import SearchCache
 from registry.database.search_text import fold_for_search
 
 _INTEGRATION_STATUS = QUERIES["summary/get_integration_status"]
@@ -15,6 +16,8 @@ _REGISTRY_SUMMARY = QUERIES["summary/get_registry_summary"]
 _LIST_ALL = QUERIES["origins/list_all_origins"]
 _LIST_BY_FLAGS = QUERIES["origins/list_origins_by_flags"]
 _LIST_BY_NETWORK = QUERIES["origins/list_origins_by_network"]
+_LIST_IN_NETWORK = QUERIES["origins/list_origins_in_network"]
+_BY_POSITIONS = QUERIES["origins/get_origins_by_positions"]
 _LIST_BY_STATION = QUERIES["origins/list_origins_by_station"]
 _SEARCH = QUERIES["origins/search_origins"]
 _ORIGIN_BY_ID = QUERIES["origins/get_origin_by_id"]
@@ -27,6 +30,8 @@ GOVERNED, ALLOCATED, PUBLISHED, HELD = 1, 2, 4, 8
 TRANSPORT_SHIFT = 4
 ALL_COMBOS = range(256)
 _LIKE_ESCAPES = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
+# This process's memory of search results, per graph (registry/database/search_cache.py).
+SEARCHES = SearchCache()
 
 
 def _one_value(conn: psycopg.Connection, query: str, params: dict[str, Any] | None = None) -> Any:
@@ -120,10 +125,10 @@ def list_origins(
         "offset": offset,
     }
     if "search" in filters:
-        query = _SEARCH
         params["pattern"] = like_pattern(filters["search"])
-    elif network_id is not None:
-        query = _LIST_BY_NETWORK
+        return _search(conn, params)
+    if network_id is not None:
+        query = _LIST_BY_NETWORK if station is not None else _LIST_IN_NETWORK
     elif station is not None:
         query = _LIST_BY_STATION
     elif combos is not None:
@@ -133,6 +138,40 @@ def list_origins(
     row = conn.execute(query, params).fetchone()
     assert row is not None  # each of these queries returns exactly one row
     return int(row[0]), row[1]
+
+
+def _search(conn: psycopg.Connection, params: dict[str, Any]) -> tuple[int, list[str]]:
+    """A search page: from the remembered positions when the graph is still theirs.
+
+    One statement either way: the page's records by position (checking, in the same
+    snapshot, that the graph is the one the positions came from), or, the first time or
+    after a load, the whole search, whose positions are kept for the next page.
+    """
+    combos = params["combos"]
+    info = conn.info
+    key = (
+        info.host,
+        info.port,
+        info.dbname,  # graph identities are only unique within one database
+        params["pattern"],
+        params["network_id"],
+        params["station"],
+        None if combos is None else tuple(combos),
+    )
+    known = SEARCHES.get(key)
+    if known is not None:
+        start = params["offset"]
+        page = list(known.positions[start : start + params["limit"]])
+        row = conn.execute(_BY_POSITIONS, {"positions": page}).fetchone()
+        assert row is not None  # a SELECT of scalar subqueries always returns its one row
+        graph, origins = row
+        if graph == known.graph:
+            return len(known.positions), origins
+    row = conn.execute(_SEARCH, params).fetchone()
+    assert row is not None
+    graph, positions, origins = row
+    SEARCHES.put(key, graph, positions)
+    return len(positions), origins
 
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:

@@ -1,9 +1,11 @@
--- Returns one row: total and origins (one page of records as JSON text) whose folded name
+-- Returns one row: graph (the live graph's identity: its load time), positions (every
+-- matching origin's pos, in order: the caller keeps them for that graph, and the total is
+-- their count) and origins (one page of records as JSON text), for origins whose folded name
 -- or registry id contains the folded search term, with any other filters (null: not given).
 -- pattern is the term with LIKE's wildcards and escape escaped, between two percent signs,
--- so it matches the term literally. It reads the narrow origin_search; where the server has
--- pg_trgm the load builds trigram indexes there that serve the LIKE, elsewhere this is one
--- pass over origin_search. Other filters look each match up in origin_rows by position.
+-- so it matches the term literally. It reads the narrow origin_search through the trigram
+-- indexes the load builds there (a pass over origin_search on a server without pg_trgm).
+-- Other filters look each match up in origin_rows by position.
 WITH matching AS MATERIALIZED (
     SELECT s.pos
     FROM graph.origin_search AS s
@@ -23,7 +25,8 @@ WITH matching AS MATERIALIZED (
 ), page AS (
     SELECT pos FROM matching ORDER BY pos LIMIT %(limit)s::integer OFFSET %(offset)s::bigint
 )
-SELECT (SELECT count(*) FROM matching) AS total,
+SELECT (SELECT loaded_at FROM graph.graph_info) AS graph,
+       ARRAY(SELECT pos FROM matching ORDER BY pos) AS positions,
        ARRAY(SELECT d.doc
              FROM page JOIN graph.origin_docs AS d ON d.pos = page.pos
              ORDER BY d.pos) AS origins;
