@@ -262,10 +262,15 @@ def selected_keys(only: str | None) -> list[str]:
 
 
 def measure(
-    url: str, token: str, seconds: int, connections: int, script: Path | None = None
+    url: str,
+    token: str,
+    seconds: int,
+    connections: int,
+    script: Path | None = None,
+    warm_up: int = 2,
 ) -> dict[str, Any]:
-    """A 2 s warm-up (every worker), then the measured run."""
-    run_wrk(url, token, 2, connections, script)
+    """A warm-up (2 s: every worker), then the measured run."""
+    run_wrk(url, token, warm_up, connections, script)
     return run_wrk(url, token, seconds, connections, script)
 
 
@@ -284,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
         "--only", help=f"rows to run, comma-separated (the ceiling always): {', '.join(ROW_KEYS)}"
     )
     parser.add_argument("--no-sweep", action="store_true", help="skip the full sweep")
+    parser.add_argument(
+        "--mix-warm-up",
+        type=int,
+        default=30,
+        help="seconds of search mix before it is measured (each worker meets each term)",
+    )
     parser.add_argument("--cache", default=str(REPO / ".bench"))
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
@@ -333,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                         label = f"search mix ({len(terms)} terms)"
                         result = measure(
                             server.base + "/registry/origins", token, args.seconds,
-                            connections, mix_script,
+                            connections, mix_script, warm_up=args.mix_warm_up,
                         )  # fmt: skip
                     else:
                         label, path = singles[key]
