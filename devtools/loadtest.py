@@ -276,7 +276,7 @@ def start_stack(folder: Path, conninfo: str) -> Stack:
     except BaseException:
         gunicorn.stop()
         raise
-    paths = [PREFIX + path for _, path in urls(pick_targets(conninfo))]
+    paths = [PREFIX + path for _, _, path in urls(pick_targets(conninfo))]
     stack = Stack(folder, gunicorn, nginx, token, paths)
     check_every_url(nginx, paths, token)
     return stack

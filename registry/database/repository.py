@@ -16,6 +16,7 @@ _REGISTRY_SUMMARY = "summary/get_registry_summary"
 _LIST_ALL = "origins/list_all_origins"
 _LIST_BY_FLAGS = "origins/list_origins_by_flags"
 _LIST_BY_NETWORK = "origins/list_origins_by_network"
+_LIST_IN_NETWORK = "origins/list_origins_in_network"
 _LIST_BY_STATION = "origins/list_origins_by_station"
 _SEARCH = "origins/search_origins"
 _ORIGIN_BY_ID = "origins/get_origin_by_id"
@@ -136,7 +137,7 @@ def list_origins(
         query = _SEARCH
         params["pattern"] = like_pattern(filters["search"])
     elif network_id is not None:
-        query = _LIST_BY_NETWORK
+        query = _LIST_BY_NETWORK if station is not None else _LIST_IN_NETWORK
     elif station is not None:
         query = _LIST_BY_STATION
     elif combos is not None:

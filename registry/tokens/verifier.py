@@ -22,6 +22,7 @@ from registry.tokens.algorithms import (
     parse_algorithms,
     text_setting,
 )
+from registry.tokens.cache import VerifiedTokenCache
 from registry.tokens.development import development_secret
 from registry.tokens.keys import JwksKeySet, PublicKey, load_public_key
 
@@ -109,6 +110,9 @@ class TokenVerifier:
         self.issuer = issuer
         self.roles_claim = roles_claim
         self._check()
+        # Accepted tokens, so that a caller's repeated token skips decoding and the signature
+        # check while every rule it passed still holds (registry/tokens/cache.py).
+        self.cache = VerifiedTokenCache(leeway=LEEWAY_S)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> TokenVerifier:
@@ -181,6 +185,23 @@ class TokenVerifier:
         """The claims of a valid token; TokenRejected, or KeySourceUnavailable (JWKS down)."""
         if len(token) > MAX_TOKEN_LENGTH:
             raise TokenRejected("oversized")
+        cached = self.cache.get(token)
+        if cached is not None:
+            if cached.kid is None or self._jwks_key_still(cached.kid, cached.key):
+                return dict(cached.claims)
+            self.cache.discard(token)
+        claims, kid, key = self._verify_fully(token)
+        self.cache.put(token, claims, kid, key)
+        return dict(claims)
+
+    def _jwks_key_still(self, kid: str, key: Any) -> bool:
+        """Whether the key set, as it stands now (re-read on its schedule), still has key."""
+        assert self.jwks is not None  # a kid is only recorded for a JWKS key
+        found = self.jwks.key_for(kid)
+        return found is not None and found.key is key
+
+    def _verify_fully(self, token: str) -> tuple[dict[str, Any], str | None, Any]:
+        """The full check: (claims, the JWKS kid or None, the key that verified the token)."""
         if not token.isascii() or token.count(".") != 2:
             raise TokenRejected("malformed")
         try:
@@ -191,6 +212,7 @@ class TokenVerifier:
         if not isinstance(algorithm, str) or algorithm not in self.algorithms:
             raise TokenRejected("algorithm not allowed")
         key = self._key_for(algorithm, header)
+        kid = header.get("kid") if self._uses_jwks(algorithm) else None
         required = ["exp"]
         if self.audience is not None:
             required.append("aud")
@@ -219,7 +241,11 @@ class TokenVerifier:
             # PyJWT accepts "1700000000" as a date; RFC 7519 says a NumericDate is a number.
             if name in claims and not _is_numeric_date(claims[name]):
                 raise TokenRejected(f"non-numeric {name}")
-        return claims
+        return claims, kid, key
+
+    def _uses_jwks(self, algorithm: str) -> bool:
+        """Whether this algorithm's key comes from the JWKS set (see _key_for)."""
+        return algorithm not in HMAC_MIN_BYTES and self.public_key is None and self.jwks is not None
 
     def _key_for(self, algorithm: str, header: Mapping[str, Any]) -> Any:
         """The configured key for this algorithm; headers such as jku, x5u or jwk are ignored."""

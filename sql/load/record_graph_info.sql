@@ -1,5 +1,6 @@
--- One row describing the graph this schema holds: which code version built it, when, and
--- (set by load/record_generation at the swap) its generation and commit time.
+-- One row describing the graph this schema holds: which code version built it, with which
+-- load SQL (format: `make bench` reuses a loaded graph only when it matches), when, and (set
+-- by load/record_generation at the swap) its generation and commit time.
 CREATE TABLE graph_info AS
 SELECT %(schema_version)s::integer AS schema_version,
        now() AS loaded_at,

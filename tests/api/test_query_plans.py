@@ -51,8 +51,8 @@ BIG_TABLES = frozenset(
 #   in the demo graph, 2,048 rows), whatever the number of origins;
 # - registry_summary, feed, graph_info: one row each.
 # network_combo_counts is left out on purpose: it has a row per network and combination
-# (42,535 at 100,000 origins), so it grows with the graph; no request-time query reads it
-# today, and one that starts to should go through network_combo_counts_idx.
+# (42,535 at 100,000 origins), so it grows with the graph; the network listing reads it
+# through network_combo_counts_idx.
 # Any other table (networks, say) fails too: a new scan should be a decision, not an accident.
 SMALL_TABLES = frozenset(
     {
@@ -202,7 +202,8 @@ FLAG_VALUES = {
 }
 ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
 NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
-SEARCH = "origins/search_origins"
+NETWORK_ONLY = "origins/list_origins_in_network"
+SEARCH, REMEMBERED = "origins/search_origins", "origins/get_origins_by_positions"
 # Values in braces are filled from the loaded graph (PlanGraph.targets).
 LISTINGS = [
     pytest.param({}, False, ALL, id="all-first-page"),
@@ -229,8 +230,16 @@ LISTINGS = [
         id="allocated+has_presentations-last-page",
     ),
     pytest.param({"governance_state": "ungoverned"}, True, FLAGS, id="ungoverned-last-page"),
-    pytest.param({"network_id": "{network_id}"}, False, NETWORK, id="largest-network"),
-    pytest.param({"network_id": "{network_id}"}, True, NETWORK, id="largest-network-last-page"),
+    pytest.param({"network_id": "{network_id}"}, False, NETWORK_ONLY, id="largest-network"),
+    pytest.param(
+        {"network_id": "{network_id}"}, True, NETWORK_ONLY, id="largest-network-last-page"
+    ),
+    pytest.param(
+        {"network_id": "{network_id}", "transport": "iptv"},
+        False,
+        NETWORK_ONLY,
+        id="largest-network+iptv",
+    ),
     pytest.param({"station_id": "{station}"}, False, STATION, id="station"),
     pytest.param({"station_id": "{station}"}, True, STATION, id="station-last-page"),
     pytest.param(
@@ -279,6 +288,17 @@ def test_search_uses_trigram_indexes(plan_graph: PlanGraph, args: dict[str, str]
         assert_no_big_seq_scan(plan, SEARCH, params, tolerated=frozenset({"origin_search"}))
 
 
+@pytest.mark.parametrize("last", [False, True], ids=["first-page", "last-page"])
+def test_a_remembered_search_fetches_its_page_by_position(
+    plan_graph: PlanGraph, last: bool
+) -> None:
+    """Asked again on the same graph, a search is a primary-key fetch of its page."""
+    query, params = listing_statement(plan_graph, {"search": "news"}, last=last)
+    assert query == QUERIES[REMEMBERED]
+    assert len(params["positions"]) > 0
+    assert_no_big_seq_scan(explain(plan_graph.conn, query, params), REMEMBERED, params)
+
+
 LOOKUPS = [
     pytest.param(
         "origins/get_origin_by_id",
@@ -318,7 +338,7 @@ def test_lookup_and_summary_use_indexes(
 
 def test_every_request_time_query_is_covered() -> None:
     """Each file under sql/origins and sql/summary is EXPLAINed by one of the tests above."""
-    covered = {ALL, FLAGS, NETWORK, STATION, SEARCH}
+    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, REMEMBERED}
     covered |= {param.values[0] for param in LOOKUPS}
     files = {
         f"{folder}/{name}"

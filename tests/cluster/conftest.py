@@ -1,6 +1,6 @@
 """The replicated cluster of devtools.cluster, once per module, and traffic through its nginx.
 
-These tests start two PostgreSQL servers (the machine's binaries, else pgserver's), two
+These tests start two PostgreSQL servers (the machine's binaries, else the embedded server's), two
 PgBouncers, two gunicorn instances and nginx, so they run on their own: `make test-cluster`
 (REGISTRY_CLUSTER_TESTS=1); `make test` skips them. With that variable set, a missing
 pgbouncer or nginx is a failure, not a skip.

@@ -25,7 +25,6 @@ from tests.e2e.raw_http import Answer, request
 
 pytestmark = pytest.mark.e2e
 
-ADMIN = {"Authorization": f"Bearer {make_token()}"}
 ROUTES = [
     "/summary",
     "/registry/summary",
@@ -57,7 +56,10 @@ class FaultStack:
     def get(self, target: str) -> Timed:
         """One timed request with an admin token."""
         started = time.monotonic()
-        answer = request(self.gunicorn.port, target, headers=ADMIN)
+        # Minted now, not at import: a slow session can outlive a ten-minute token.
+        answer = request(
+            self.gunicorn.port, target, headers={"Authorization": f"Bearer {make_token()}"}
+        )
         return Timed(answer, time.monotonic() - started)
 
     def burst(self, count: int, threads: int = 6) -> list[Timed]:
