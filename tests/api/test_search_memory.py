@@ -1,8 +1,8 @@
 """Search and network listings at scale: exact totals, pages that agree with them, never stale.
 
-Each search is asked twice (a per-graph memory of results, if one is added, must not
-change the answers); the largest network sums its total from the load's counts. A demo graph is loaded, every answer is
-compared with a plain-Python reading of the document, then another graph is loaded into the
+Each search is asked twice (a per-graph memory of results must never change the answers);
+the largest network sums its total from the load's counts. A demo graph is loaded, every
+answer is compared with a plain-Python reading of the document, then another graph is loaded into the
 same database under the same running app, and the answers must follow it at once.
 """
 
