@@ -120,9 +120,9 @@ def client(example_app: Any) -> Any:
 
 
 def make_token(roles: Any = ("domain_admin",), secret: str = TEST_SECRET, **claims: Any) -> str:
-    """A real HS256 token signed with the test secret."""
-    # An hour: module-level tokens are minted at collection, and a slow run lasts long.
-    payload: dict[str, Any] = {"sub": "tester", "exp": int(time.time()) + 3600}
+    """A real HS256 token signed with the test secret, valid for 12 hours: modules make theirs
+    at import, and a slow run on a busy machine must not outlive them."""
+    payload: dict[str, Any] = {"sub": "tester", "exp": int(time.time()) + 12 * 3600}
     if roles is not None:
         payload["roles"] = list(roles) if isinstance(roles, tuple | list) else roles
     payload.update(claims)

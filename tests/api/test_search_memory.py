@@ -2,8 +2,8 @@
 
 Each search is asked twice (a per-graph memory of results must never change the answers);
 the largest network sums its total from the load's counts. A demo graph is loaded, every
-answer is compared with a plain-Python reading of the document, then another graph is loaded into the
-same database under the same running app, and the answers must follow it at once.
+answer is compared with a plain-Python reading of the document, then another graph is
+loaded into the same database under the same running app, and the answers follow at once.
 """
 
 from __future__ import annotations
