@@ -107,6 +107,16 @@ def test_schemathesis_finds_nothing(served_example: str, tmp_path: Path):
         "10",
         "--no-color",
     ]
+    # `generation` is valid by its schema from 1 to 2**63-1, but only a generation the registry
+    # produced answers (never produced is a 400, contract 7), and no schema can say which
+    # were. So a 400 is an accepted answer to a schema-valid request here; every other
+    # check, negative data included, runs unchanged. (Overriding the parameter instead does
+    # not work: Schemathesis applies the override to its invalid cases too, and then reports
+    # them as accepted.) test_generations.py covers the 400 and 410 answers.
+    (tmp_path / "schemathesis.toml").write_text(
+        "[checks.positive_data_acceptance]\n"
+        'expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]\n'
+    )
     run = subprocess.run(
         command,
         cwd=tmp_path,
