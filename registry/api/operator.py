@@ -10,8 +10,10 @@ from flask import Blueprint, Response, request
 
 from registry.api.connection import get_connection
 from registry.api.errors import OriginNotFound
+from registry.api.export import JSON, export_origins, negotiated_type, not_acceptable
 from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database import repository
+from schemas.export import parse_origin_export_query
 from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema
 from schemas.params import (
     ADDRESS_FORMAT,
@@ -54,7 +56,15 @@ def registry_summary() -> Response:
 
 @bp.get("/origins", **GET_ROUTE)
 def list_origins() -> Response:
-    """GET /registry/origins: one page of origins in address order, filters ANDed."""
+    """GET /registry/origins: one page of origins in address order, filters ANDed.
+
+    With Accept asking for NDJSON or CSV: every matching origin, streamed (contract 8).
+    """
+    representation = negotiated_type()
+    if representation is None:
+        return not_acceptable()
+    if representation != JSON:
+        return export_origins(representation, parse_origin_export_query(_query()))
     filters = parse_origin_list_query(_query())
     page, limit = filters.pop("page"), filters.pop("limit")
     offset = (page - 1) * limit
@@ -73,7 +83,7 @@ def list_origins() -> Response:
         "origins": origins,
     }
     links = _page_links(filters, page, limit, total)
-    return json_response(ORIGIN_LIST.dump(body), headers={"Link": links})
+    return json_response(ORIGIN_LIST.dump(body), headers={"Link": links, "Vary": "Accept"})
 
 
 @bp.get("/origins/<origin_id>", **GET_ROUTE)

@@ -1,0 +1,83 @@
+"""Exports: every origin a listing's filters match, read in batches from one snapshot.
+
+An export is one read-only REPEATABLE READ transaction holding one server-side cursor over
+the same access paths as the listing (one SQL file each, without page and total). The
+caller fetches batches as it writes them and ends the export when it is done or the client
+has gone; nothing is held in memory beyond one batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Buffer, Loader
+
+from registry.database.queries import QUERIES
+from registry.database.repository import like_pattern, matching_combos
+
+_BEGIN = QUERIES["origins/begin_export"]
+_EXPORT_ALL = QUERIES["origins/export_all_origins"]
+_EXPORT_BY_FLAGS = QUERIES["origins/export_origins_by_flags"]
+_EXPORT_BY_NETWORK = QUERIES["origins/export_origins_by_network"]
+_EXPORT_BY_STATION = QUERIES["origins/export_origins_by_station"]
+_EXPORT_SEARCH = QUERIES["origins/export_search_origins"]
+
+CURSOR_NAME = "registry_export"
+
+
+class _RawText(Loader):
+    """text as the bytes the server sent (UTF-8): the records go out as they are stored."""
+
+    def load(self, data: Buffer) -> bytes:
+        """The bytes themselves, not decoded."""
+        return bytes(data)
+
+
+def _export_query(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The query serving these filters and its parameters (the listing's choice of path)."""
+    combos = matching_combos(filters)
+    network_id = filters.get("network_id")
+    station = filters.get("station_id")
+    params: dict[str, Any] = {"combos": combos, "network_id": network_id, "station": station}
+    if "search" in filters:
+        params["pattern"] = like_pattern(filters["search"])
+        return _EXPORT_SEARCH, params
+    if network_id is not None:
+        return _EXPORT_BY_NETWORK, params
+    if station is not None:
+        return _EXPORT_BY_STATION, params
+    if combos is not None:
+        return _EXPORT_BY_FLAGS, params
+    return _EXPORT_ALL, {}
+
+
+def open_origin_export(conn: psycopg.Connection, filters: dict[str, Any]) -> psycopg.ServerCursor:
+    """Begin the export's transaction and declare its cursor; fetch with fetch_export_batch.
+
+    The connection must be in autocommit mode (the service's sessions are) and idle. Always
+    end the export with close_origin_export, whatever happened.
+    """
+    query, params = _export_query(filters)
+    conn.execute(_BEGIN)
+    cursor = conn.cursor(CURSOR_NAME)
+    cursor.adapters.register_loader("text", _RawText)
+    cursor.execute(query, params)
+    return cursor
+
+
+def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
+    """The next records (JSON text as UTF-8 bytes) of the export, at most size; [] at the end."""
+    return [row[0] for row in cursor.fetchmany(size)]
+
+
+def close_origin_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:
+    """End the export: its transaction and its cursor, so the connection is idle again.
+
+    Safe after an error and when the connection is broken (then there is nothing to end).
+    The rollback drops the cursor on the server; closing it afterwards sends nothing.
+    """
+    if not (conn.broken or conn.closed):
+        conn.rollback()
+    if cursor is not None:
+        cursor.close()
