@@ -39,6 +39,9 @@ FILE_NAMES = {NDJSON: "origins.ndjson", CSV: "origins.csv"}
 # round trips cost little and small enough that a worker's memory stays flat.
 FIRST_BATCH = 100
 BATCH = 2000
+# A batch is written in pieces of at most this many bytes, with a heartbeat after each: a
+# client reading slowly but steadily keeps the export alive, one that stopped does not.
+PIECE = 256 * 1024
 
 
 def negotiated_type() -> str | None:
@@ -92,15 +95,20 @@ class ExportBody:
         try:
             batch, self._first = self._first, []
             if self._head or batch:
-                yield self._head + (self._render(batch) if batch else b"")
+                yield from self._pieces(self._head + (self._render(batch) if batch else b""))
             while batch and self._cursor is not None:
-                if self._heartbeat is not None:
-                    self._heartbeat()
                 batch = fetch_export_batch(self._cursor, BATCH)
                 if batch:
-                    yield self._render(batch)
+                    yield from self._pieces(self._render(batch))
         finally:
             self.close()
+
+    def _pieces(self, data: bytes) -> Iterator[bytes]:
+        """data in pieces of at most PIECE bytes, a heartbeat after each one is written."""
+        for start in range(0, len(data), PIECE):
+            yield data if len(data) <= PIECE else data[start : start + PIECE]
+            if self._heartbeat is not None:
+                self._heartbeat()
 
     def close(self) -> None:
         """End the export and give the connection back (once; the server calls this too)."""
