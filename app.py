@@ -11,6 +11,7 @@ from flask import Flask
 from registry.api import connection, health, openapi, operator, public
 from registry.api.admin_token import register_auth
 from registry.api.errors import register_errorhandlers
+from registry.api.generations import register_generations
 from registry.api.request_log import register_request_logging
 from registry.api.responses import OrjsonProvider
 from registry.settings import DEFAULTS, settings_from_environ
@@ -30,6 +31,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_auth(app)
     register_blueprints(app)
     register_errorhandlers(app)
+    register_generations(app)
     return app
 
 

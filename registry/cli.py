@@ -21,7 +21,12 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
 
 def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry load PATH|-: replace the graph with a document."""
-    from registry.loader.loading import LoadRejected, load_counts_line, load_document
+    from registry.loader.loading import (
+        LoadRejected,
+        generation_lines,
+        load_counts_line,
+        load_document,
+    )
 
     interactive = sys.stderr.isatty()
     started = time.monotonic()
@@ -39,7 +44,12 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         return 1
     try:
         with _connect(settings) as conn:
-            result = load_document(conn, stream, progress if interactive else None)
+            result = load_document(
+                conn,
+                stream,
+                progress if interactive else None,
+                keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+            )
     except LoadRejected as rejected:
         if interactive:
             sys.stderr.write("\n")
@@ -52,6 +62,8 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     if interactive:
         sys.stderr.write("\n")
     print(load_counts_line(result))
+    for line in generation_lines(result):
+        print(line)
     return 0
 
 

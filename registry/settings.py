@@ -27,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_POOL_MAX_WAITING": 64,
     "REGISTRY_RETRY_AFTER_S": 2,
     "REGISTRY_LOG_LEVEL": "INFO",
+    # Generations kept for pinned reads (contract 7): the current one and those before it.
+    "REGISTRY_KEEP_GENERATIONS": 2,
 }
 
 _INTEGERS = {
@@ -35,7 +37,9 @@ _INTEGERS = {
     "REGISTRY_POOL_MAX_SIZE",
     "REGISTRY_POOL_MAX_WAITING",
     "REGISTRY_RETRY_AFTER_S",
+    "REGISTRY_KEEP_GENERATIONS",
 }
+_POSITIVE = {"REGISTRY_KEEP_GENERATIONS"}
 _FLOATS = {"REGISTRY_CONNECT_TIMEOUT_S", "REGISTRY_POOL_TIMEOUT_S"}
 _BOOLEANS = {"REGISTRY_DEV"}
 
@@ -74,7 +78,10 @@ def _convert(name: str, raw: str) -> Any:
     """Convert one environment value to the type its setting takes."""
     try:
         if name in _INTEGERS:
-            return int(raw)
+            number = int(raw)
+            if name in _POSITIVE and number < 1:
+                raise SettingsError(f"{name} must be at least 1, not {raw!r}")
+            return number
         if name in _FLOATS:
             return float(raw)
     except ValueError:

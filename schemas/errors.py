@@ -42,3 +42,19 @@ class ForbiddenSchema(Schema):
 
     error = fields.String(required=True, validate=validate.Equal("Domain admin access required"))
     message = fields.String(metadata={"description": "why access was refused"})
+
+
+class GenerationGoneDetailsSchema(Schema):
+    """The generation asked for and the newest one."""
+
+    generation = fields.Integer(required=True, metadata={"description": "the generation asked for"})
+    current = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "the newest generation"}
+    )
+
+
+class GenerationGoneSchema(ErrorSchema):
+    """410: the generation asked for was produced but is no longer kept (contract 7)."""
+
+    error = fields.String(required=True, validate=validate.Equal("Generation no longer available"))
+    details = fields.Nested(GenerationGoneDetailsSchema, required=True)

@@ -103,7 +103,9 @@ class DecimalInteger(QueryParameter):
             raise ValidationError("must be a whole number written with the digits 0-9")
         significant = text.lstrip("0") or "0"
         # Length first: int() of a huge string is slow, and the answer is already known.
-        number = int(significant) if len(significant) <= 12 else self.maximum + 1
+        number = (
+            int(significant) if len(significant) <= len(str(self.maximum)) else self.maximum + 1
+        )
         if not self.minimum <= number <= self.maximum:
             raise ValidationError(f"must be between {self.minimum} and {self.maximum}")
         return number
@@ -136,6 +138,26 @@ class NoQuerySchema(StrictQuerySchema):
     """Endpoints that take no query parameters: any parameter is unknown."""
 
 
+# A generation is a PostgreSQL bigint (contract 7).
+GENERATION_MAX = 2**63 - 1
+
+
+def generation_parameter() -> DecimalInteger:
+    """The optional `generation` of every /registry GET: answer from that generation."""
+    return DecimalInteger(
+        1,
+        GENERATION_MAX,
+        "answer from this generation (Registry-Generation of an earlier answer) while it is "
+        "kept: 410 once it was dropped, 400 if it was never produced; default the newest",
+    )
+
+
+class PinnedQuerySchema(StrictQuerySchema):
+    """/registry endpoints other than the listing: only the optional generation."""
+
+    generation = generation_parameter()
+
+
 class OriginListQuerySchema(StrictQuerySchema):
     """GET /registry/origins: filters (combined with AND) and the page wanted."""
 
@@ -151,6 +173,7 @@ class OriginListQuerySchema(StrictQuerySchema):
         1, INT32_MAX, "1-based page number", load_default=1, metadata={"default": 1}
     )
     limit = DecimalInteger(1, 200, "origins per page", load_default=50, metadata={"default": 50})
+    generation = generation_parameter()
 
 
 FILTER_NAMES = (
@@ -165,12 +188,22 @@ FILTER_NAMES = (
 )
 
 NO_QUERY = NoQuerySchema()
+PINNED_QUERY = PinnedQuerySchema()
 ORIGIN_LIST_QUERY = OriginListQuerySchema()
 
 
 def parse_origin_list_query(args: Mapping[str, list[str]]) -> dict[str, Any]:
-    """Filters, page and limit from name -> values given; ValidationError names each bad one."""
+    """Filters, page, limit and generation (when given) from name -> values given.
+
+    ValidationError names each bad one.
+    """
     return ORIGIN_LIST_QUERY.load(dict(args))
+
+
+def parse_pinned_query(args: Mapping[str, list[str]]) -> int | None:
+    """The generation asked for, or None; ValidationError names any other parameter."""
+    parsed: dict[str, Any] = PINNED_QUERY.load(dict(args))
+    return parsed.get("generation")
 
 
 def refuse_any_query(args: Mapping[str, list[str]]) -> None:

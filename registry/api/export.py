@@ -24,8 +24,10 @@ from flask import Response, current_app, request
 
 from registry.api.connection import take_connection
 from registry.api.errors import error_response
+from registry.api.generations import not_modified_early, stamped
 from registry.api.origin_csv import OriginCsvWriter
 from registry.database.exports import close_origin_export, fetch_export_batch, open_origin_export
+from registry.database.generations import Stamp
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
@@ -66,7 +68,7 @@ def _ndjson(docs: list[bytes]) -> bytes:
 class ExportBody:
     """The streamed body: batches written as fetched; the connection given back on close."""
 
-    def __init__(self, representation: str, filters: dict[str, Any]):
+    def __init__(self, representation: str, filters: dict[str, Any], generation: int | None):
         """Open the export now, so that a database failure is still a plain 503."""
         self._conn, self._give_back = take_connection()
         self._cursor: psycopg.ServerCursor | None = None
@@ -76,9 +78,11 @@ class ExportBody:
         self._heartbeat: Callable[[], None] | None = current_app.extensions.get(
             "registry_heartbeat"
         )
+        self.stamp: Stamp
         try:
-            self._cursor = open_origin_export(self._conn, filters)
-            self._first = fetch_export_batch(self._cursor, FIRST_BATCH)
+            self.stamp, self._cursor, self._first = open_origin_export(
+                self._conn, filters, generation, FIRST_BATCH
+            )
         except BaseException:
             self.close()
             raise
@@ -122,11 +126,25 @@ class ExportBody:
 
 
 def export_origins(representation: str, filters: dict[str, Any]) -> Response:
-    """200 with every origin the filters match, streamed as NDJSON or CSV."""
-    body = ExportBody(representation, filters)
+    """200 with every origin the filters match, streamed as NDJSON or CSV; or 304.
+
+    The generation headers and conditional requests are the JSON listing's (contract 7),
+    with an ETag of its own for each representation.
+    """
+    generation = filters.pop("generation", None)
+    early = not_modified_early(generation, representation=representation)
+    if early is not None:
+        early.vary.add("Accept")
+        return early
+    body = ExportBody(representation, filters, generation)
     response = Response(body, mimetype=None, content_type=CONTENT_TYPES[representation])
     response.headers["Content-Disposition"] = f'attachment; filename="{FILE_NAMES[representation]}"'
     # nginx passes this answer on as it comes instead of buffering it (deploy/nginx.conf).
     response.headers["X-Accel-Buffering"] = "no"
     response.vary.add("Accept")
-    return response
+    answer = stamped(response, body.stamp, representation)
+    if answer is not response:
+        # 304 after all (decided on the answer's own generation): nothing will be streamed.
+        body.close()
+        answer.vary.add("Accept")
+    return answer

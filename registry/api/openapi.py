@@ -10,12 +10,19 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, request
 
 from registry.api.responses import GET_ROUTE, json_response
-from schemas.errors import ErrorSchema, ForbiddenSchema, InvalidParametersSchema, UnauthorizedSchema
+from schemas.errors import (
+    ErrorSchema,
+    ForbiddenSchema,
+    GenerationGoneSchema,
+    InvalidParametersSchema,
+    UnauthorizedSchema,
+)
 from schemas.origin import OriginEnvelopeSchema, OriginListSchema
 from schemas.params import (
     ADDRESS_FORMAT,
     ORIGIN_ID_FORMAT,
     OriginListQuerySchema,
+    PinnedQuerySchema,
     refuse_any_query,
 )
 from schemas.summary import IntegrationStatusSchema, RegistrySummarySchema
@@ -34,6 +41,7 @@ _SCHEMAS = (
     ("InvalidParameters", InvalidParametersSchema),
     ("Unauthorized", UnauthorizedSchema),
     ("Forbidden", ForbiddenSchema),
+    ("GenerationGone", GenerationGoneSchema),
 )
 
 
@@ -114,10 +122,37 @@ _EXPORT_CONTENT = {
     },
 }
 
+# Contract 7: what every answer read from the graph carries, 200 and 304 alike.
+_GENERATION_HEADERS = {
+    "Registry-Generation": _header(
+        "the generation (committed load) this answer came from; pass it as `generation` to "
+        "keep reading that generation",
+        "integer",
+    ),
+    "ETag": _header('weak: W/"<generation>-<hash of the URL>"; the same within a generation'),
+    "Last-Modified": _header("the moment the generation was committed (HTTP-date)"),
+    "Cache-Control": _header(
+        "`private, no-cache` on /registry/*, `public, no-cache` on /summary; errors `no-store`"
+    ),
+}
+_RESPONSES["NotModified"] = {
+    "description": "If-None-Match matches the ETag (weak comparison; lists and * honoured), or "
+    "without If-None-Match, If-Modified-Since is at or after Last-Modified: no body",
+    "headers": _GENERATION_HEADERS,
+}
+_RESPONSES["GenerationGone"] = _json_response(
+    "GenerationGone",
+    "generation names one this registry produced but no longer keeps (details say which is "
+    "current); a generation it never produced is a 400",
+)
+
 _ORIGIN_LINKS = {
     "getOriginByAddress": "address",
     "getOrigin": "originId",
 }
+
+
+_PINNED = {"in": "query", "schema": PinnedQuerySchema}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -134,14 +169,26 @@ def _operation(
     parameters: list[dict[str, Any]] | None = None,
     not_found: bool = False,
     reads_database: bool = True,
+    generational: bool = False,
 ) -> dict[str, Any]:
-    """One GET operation with its 200 and every error status it can answer."""
-    responses: dict[str, Any] = {"200": ok, "400": _ref("InvalidParameters")}
+    """One GET operation with its 200 and every error status it can answer.
+
+    generational: answered from a generation (contract 7): generation headers, 304, and on
+    /registry the `generation` parameter's 410.
+    """
+    if generational:
+        ok = {**ok, "headers": {**ok.get("headers", {}), **_GENERATION_HEADERS}}
+    responses: dict[str, Any] = {"200": ok}
+    if generational:
+        responses["304"] = _ref("NotModified")
+    responses["400"] = _ref("InvalidParameters")
     if secured:
         responses["401"] = _ref("Unauthorized")
         responses["403"] = _ref("Forbidden")
     if not_found:
         responses["404"] = _ref("OriginNotFound")
+    if generational and secured:
+        responses["410"] = _ref("GenerationGone")
     responses["405"] = _ref("MethodNotAllowed")
     responses["500"] = _ref("InternalServerError")
     if reads_database or secured:
@@ -235,6 +282,7 @@ def build_openapi_document() -> dict[str, Any]:
                 "Broadcast-feed integration status (unrelated to the registry counts)",
                 _json_response("IntegrationStatus", "the status"),
                 secured=False,
+                generational=True,
             )
         },
     )
@@ -246,6 +294,8 @@ def build_openapi_document() -> dict[str, Any]:
                 "Counts over canonical origins and catalog carriages",
                 _json_response("RegistrySummary", "the counts"),
                 secured=True,
+                parameters=[_PINNED],
+                generational=True,
             )
         },
     )
@@ -253,7 +303,12 @@ def build_openapi_document() -> dict[str, Any]:
         "OriginList",
         "one page of origins, by allocated address then origin id; a page past the end is "
         "empty and still carries the true total",
-        {"Link": _header('RFC 8288 links rel="first", "prev", "next", "last"; filters kept')},
+        {
+            "Link": _header(
+                'RFC 8288 links rel="first", "prev", "next", "last"; filters and limit kept, '
+                "and generation=<Registry-Generation>, so following them sweeps one generation"
+            )
+        },
     )
     listing["links"] = _links(
         {"getOrigin": "/origins/0/origin/id", "getOriginByAddress": "/origins/0/bans/address"}
@@ -270,6 +325,7 @@ def build_openapi_document() -> dict[str, Any]:
         listing,
         secured=True,
         parameters=[{"in": "query", "schema": OriginListQuerySchema}],
+        generational=True,
     )
     listing_operation["responses"]["406"] = _ref("NotAcceptable")
     spec.path(
@@ -290,9 +346,11 @@ def build_openapi_document() -> dict[str, Any]:
                         "svc:origin:<uuid>, or the bare <uuid>; hex digits in either case",
                         ORIGIN_ID_FORMAT,
                         "svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
-                    )
+                    ),
+                    _PINNED,
                 ],
                 not_found=True,
+                generational=True,
             )
         },
     )
@@ -311,9 +369,11 @@ def build_openapi_document() -> dict[str, Any]:
                         "leading zeros), each at most 2147483647",
                         ADDRESS_FORMAT,
                         "9.10.3",
-                    )
+                    ),
+                    _PINNED,
                 ],
                 not_found=True,
+                generational=True,
             )
         },
     )

@@ -8,11 +8,11 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, request
 
-from registry.api.connection import get_connection
-from registry.api.errors import OriginNotFound
 from registry.api.export import JSON, export_origins, negotiated_type, not_acceptable
+from registry.api.generations import OriginNotFoundIn, not_modified_early, read, stamped
 from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database import repository
+from registry.database.generations import Stamp
 from schemas.export import parse_origin_export_query
 from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema
 from schemas.params import (
@@ -20,7 +20,7 @@ from schemas.params import (
     FILTER_NAMES,
     ORIGIN_ID_FORMAT,
     parse_origin_list_query,
-    refuse_any_query,
+    parse_pinned_query,
 )
 from schemas.summary import RegistrySummarySchema
 
@@ -47,10 +47,15 @@ def _query() -> dict[str, list[str]]:
 @bp.get("/summary", **GET_ROUTE)
 def registry_summary() -> Response:
     """GET /registry/summary: counts over origins and catalog carriages."""
-    refuse_any_query(_query())
-    summary = repository.get_registry_summary(get_connection())
-    return json_response(
-        REGISTRY_SUMMARY.dump({"success": True, "generated_at": now_utc(), **summary})
+    generation = parse_pinned_query(_query())
+    if (early := not_modified_early(generation)) is not None:
+        return early
+    stamp, summary = read(generation, repository.get_registry_summary)
+    return stamped(
+        json_response(
+            REGISTRY_SUMMARY.dump({"success": True, "generated_at": now_utc(), **summary})
+        ),
+        stamp,
     )
 
 
@@ -67,8 +72,15 @@ def list_origins() -> Response:
         return export_origins(representation, parse_origin_export_query(_query()))
     filters = parse_origin_list_query(_query())
     page, limit = filters.pop("page"), filters.pop("limit")
+    generation = filters.pop("generation", None)
+    if (early := not_modified_early(generation)) is not None:
+        early.vary.add("Accept")
+        return early
     offset = (page - 1) * limit
-    total, origins = repository.list_origins(get_connection(), filters, limit, offset)
+    stamp, (total, origins) = read(
+        generation,
+        lambda conn, schema: repository.list_origins(conn, filters, limit, offset, schema),
+    )
     body = {
         "success": True,
         "generated_at": now_utc(),
@@ -82,39 +94,59 @@ def list_origins() -> Response:
         "filters_applied": filters,
         "origins": origins,
     }
-    links = _page_links(filters, page, limit, total)
-    return json_response(ORIGIN_LIST.dump(body), headers={"Link": links, "Vary": "Accept"})
+    links = _page_links(filters, page, limit, total, stamp.generation)
+    response = stamped(json_response(ORIGIN_LIST.dump(body), headers={"Link": links}), stamp)
+    response.vary.add("Accept")
+    return response
 
 
 @bp.get("/origins/<origin_id>", **GET_ROUTE)
 def get_origin(origin_id: str) -> Response:
     """GET /registry/origins/{originId}: svc:origin:<uuid> or the bare uuid."""
-    refuse_any_query(_query())
+    generation = parse_pinned_query(_query())
+    if (early := not_modified_early(generation, exists=False)) is not None:
+        return early
     match = _ORIGIN_ID.fullmatch(origin_id)
-    origin = None
-    if match is not None:
-        origin = repository.get_origin_by_id(get_connection(), match.group(2).lower())
-    if origin is None:
-        raise OriginNotFound(f"No origin with id {_shown(origin_id)}")
-    return json_response(
-        ORIGIN_ENVELOPE.dump({"success": True, "generated_at": now_utc(), "origin": origin})
+    origin_uuid = match.group(2).lower() if match is not None else None
+    stamp, origin = read(
+        generation,
+        lambda conn, schema: repository.get_origin_by_id(conn, origin_uuid, schema),
     )
+    if origin is None:
+        raise OriginNotFoundIn(f"No origin with id {_shown(origin_id)}", stamp)
+    return _origin_response(origin, stamp)
 
 
 @bp.get("/addresses/<address>", **GET_ROUTE)
 def get_origin_by_address(address: str) -> Response:
     """GET /registry/addresses/{address}: the origin holding network.station.channel."""
-    refuse_any_query(_query())
+    generation = parse_pinned_query(_query())
+    if (early := not_modified_early(generation, exists=False)) is not None:
+        return early
     match = _ADDRESS.fullmatch(address)
-    origin = None
-    if match is not None:
-        network, station, channel = (int(part) for part in match.groups())
-        if max(network, station, channel) <= INT32_MAX:
-            origin = repository.get_origin_by_address(get_connection(), network, station, channel)
+    # A malformed or out-of-range address is held by no origin: look up one that never is,
+    # so the 404 still says which generation answered.
+    network, station, channel = (int(part) for part in match.groups()) if match else (-1, -1, -1)
+    if max(network, station, channel) > INT32_MAX:
+        network = station = channel = -1
+    stamp, origin = read(
+        generation,
+        lambda conn, schema: repository.get_origin_by_address(
+            conn, network, station, channel, schema
+        ),
+    )
     if origin is None:
-        raise OriginNotFound(f"No origin holds address {_shown(address)}")
-    return json_response(
-        ORIGIN_ENVELOPE.dump({"success": True, "generated_at": now_utc(), "origin": origin})
+        raise OriginNotFoundIn(f"No origin holds address {_shown(address)}", stamp)
+    return _origin_response(origin, stamp)
+
+
+def _origin_response(origin: str, stamp: Stamp) -> Response:
+    """200 with one origin record and its generation headers."""
+    return stamped(
+        json_response(
+            ORIGIN_ENVELOPE.dump({"success": True, "generated_at": now_utc(), "origin": origin})
+        ),
+        stamp,
     )
 
 
@@ -125,15 +157,20 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
-def _page_links(filters: dict[str, Any], page: int, limit: int, total: int) -> str:
-    """RFC 8288 first, prev, next and last links that keep the filters and the limit."""
+def _page_links(filters: dict[str, Any], page: int, limit: int, total: int, generation: int) -> str:
+    """RFC 8288 first, prev, next and last links that keep the filters and the limit.
+
+    Each carries the answer's generation, so following them sweeps that one generation.
+    """
     last = max(1, -(-total // limit))
     base = request.script_root + request.path
     kept = [(name, _query_value(filters[name])) for name in FILTER_NAMES if name in filters]
 
     def link(target: int, rel: str) -> str:
         """One link-value to page target."""
-        query = urlencode([*kept, ("page", str(target)), ("limit", str(limit))])
+        query = urlencode(
+            [*kept, ("page", str(target)), ("limit", str(limit)), ("generation", str(generation))]
+        )
         return f'<{base}?{query}>; rel="{rel}"'
 
     links = [link(1, "first")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from registry.api.connection import get_connection
+from registry.api.generations import not_modified_early, read, stamped
 from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database import repository
 from schemas.params import refuse_any_query
@@ -19,7 +19,14 @@ INTEGRATION_STATUS = IntegrationStatusSchema()
 def integration_status() -> Response:
     """GET /summary: the feed record, or connected false when there is none."""
     refuse_any_query(request.args.to_dict(flat=False))
-    feed = repository.get_integration_status(get_connection()) or {"connected": False}
-    return json_response(
-        INTEGRATION_STATUS.dump({"success": True, **feed, "generated_at": now_utc()})
+    if (early := not_modified_early(None)) is not None:
+        return early
+    stamp, feed = read(None, repository.get_integration_status)
+    return stamped(
+        json_response(
+            INTEGRATION_STATUS.dump(
+                {"success": True, **(feed or {"connected": False}), "generated_at": now_utc()}
+            )
+        ),
+        stamp,
     )

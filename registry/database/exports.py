@@ -13,15 +13,16 @@ from typing import Any
 import psycopg
 from psycopg.adapt import Buffer, Loader
 
+from registry.database.generations import Stamp, graph_statement, read_generation
 from registry.database.queries import QUERIES
 from registry.database.repository import like_pattern, matching_combos
 
 _BEGIN = QUERIES["origins/begin_export"]
-_EXPORT_ALL = QUERIES["origins/export_all_origins"]
-_EXPORT_BY_FLAGS = QUERIES["origins/export_origins_by_flags"]
-_EXPORT_BY_NETWORK = QUERIES["origins/export_origins_by_network"]
-_EXPORT_BY_STATION = QUERIES["origins/export_origins_by_station"]
-_EXPORT_SEARCH = QUERIES["origins/export_search_origins"]
+_EXPORT_ALL = "origins/export_all_origins"
+_EXPORT_BY_FLAGS = "origins/export_origins_by_flags"
+_EXPORT_BY_NETWORK = "origins/export_origins_by_network"
+_EXPORT_BY_STATION = "origins/export_origins_by_station"
+_EXPORT_SEARCH = "origins/export_search_origins"
 
 CURSOR_NAME = "registry_export"
 
@@ -35,7 +36,7 @@ class _RawText(Loader):
 
 
 def _export_query(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The query serving these filters and its parameters (the listing's choice of path)."""
+    """The query (SQL file name) serving these filters and its parameters (as the listing)."""
     combos = matching_combos(filters)
     network_id = filters.get("network_id")
     station = filters.get("station_id")
@@ -52,23 +53,50 @@ def _export_query(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return _EXPORT_ALL, {}
 
 
-def open_origin_export(conn: psycopg.Connection, filters: dict[str, Any]) -> psycopg.ServerCursor:
-    """Begin the export's transaction and declare its cursor; fetch with fetch_export_batch.
+def open_origin_export(
+    conn: psycopg.Connection, filters: dict[str, Any], generation: int | None, first: int
+) -> tuple[Stamp, psycopg.ServerCursor, list[bytes]]:
+    """Begin the export on generation (None: the newest): its stamp, cursor and first records.
 
-    The connection must be in autocommit mode (the service's sessions are) and idle. Always
-    end the export with close_origin_export, whatever happened.
+    The connection must be in autocommit mode (the service's sessions are) and idle; at most
+    `first` records come with the stamp, the rest through fetch_export_batch. Always end the
+    export with close_origin_export, whatever happened. A generation not kept raises as any
+    pinned read does (registry.database.generations).
     """
-    query, params = _export_query(filters)
-    conn.execute(_BEGIN)
-    cursor = conn.cursor(CURSOR_NAME)
-    cursor.adapters.register_loader("text", _RawText)
-    cursor.execute(query, params)
-    return cursor
+    name, params = _export_query(filters)
+    opened: list[psycopg.ServerCursor] = []
+
+    def attempt(
+        conn: psycopg.Connection, schema: str
+    ) -> tuple[Stamp, tuple[psycopg.ServerCursor, list[bytes]]]:
+        """Declare the cursor on schema and read the stamp row and the first records."""
+        # A pinned read may try another schema after a load renamed them: start afresh.
+        close_origin_export(conn, opened.pop() if opened else None)
+        conn.execute(_BEGIN)
+        cursor = conn.cursor(CURSOR_NAME)
+        opened.append(cursor)
+        try:
+            cursor.adapters.register_loader("text", _RawText)
+            cursor.execute(graph_statement(name, schema), params)
+            rows = cursor.fetchmany(first + 1)
+        except BaseException:
+            close_origin_export(conn, opened.pop())
+            raise
+        # The first row is graph_info's (pos 0): the generation every other row belongs to.
+        _, generation, committed_at, _ = rows[0]
+        return Stamp(int(generation), committed_at), (cursor, [row[3] for row in rows[1:]])
+
+    try:
+        stamp, (cursor, docs) = read_generation(conn, generation, attempt)
+    except BaseException:
+        close_origin_export(conn, opened.pop() if opened else None)
+        raise
+    return stamp, cursor, docs
 
 
 def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
     """The next records (JSON text as UTF-8 bytes) of the export, at most size; [] at the end."""
-    return [row[0] for row in cursor.fetchmany(size)]
+    return [row[3] for row in cursor.fetchmany(size)]
 
 
 def close_origin_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:

@@ -7,18 +7,19 @@ from typing import Any
 
 import psycopg
 
+from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
 from registry.database.queries import QUERIES
 from registry.database.search_text import fold_for_search
 
-_INTEGRATION_STATUS = QUERIES["summary/get_integration_status"]
-_REGISTRY_SUMMARY = QUERIES["summary/get_registry_summary"]
-_LIST_ALL = QUERIES["origins/list_all_origins"]
-_LIST_BY_FLAGS = QUERIES["origins/list_origins_by_flags"]
-_LIST_BY_NETWORK = QUERIES["origins/list_origins_by_network"]
-_LIST_BY_STATION = QUERIES["origins/list_origins_by_station"]
-_SEARCH = QUERIES["origins/search_origins"]
-_ORIGIN_BY_ID = QUERIES["origins/get_origin_by_id"]
-_ORIGIN_BY_ADDRESS = QUERIES["origins/get_origin_by_address"]
+_INTEGRATION_STATUS = "summary/get_integration_status"
+_REGISTRY_SUMMARY = "summary/get_registry_summary"
+_LIST_ALL = "origins/list_all_origins"
+_LIST_BY_FLAGS = "origins/list_origins_by_flags"
+_LIST_BY_NETWORK = "origins/list_origins_by_network"
+_LIST_BY_STATION = "origins/list_origins_by_station"
+_SEARCH = "origins/search_origins"
+_ORIGIN_BY_ID = "origins/get_origin_by_id"
+_ORIGIN_BY_ADDRESS = "origins/get_origin_by_address"
 _SCHEMA_STATE = QUERIES["meta/get_schema_state"]
 
 TRANSPORT_BITS = {"iptv": 1, "ovp": 2, "ota": 4, "fast": 8}
@@ -29,34 +30,42 @@ ALL_COMBOS = range(256)
 _LIKE_ESCAPES = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
 
 
-def _one_value(conn: psycopg.Connection, query: str, params: dict[str, Any] | None = None) -> Any:
-    """The first column of the first row, or None when there is no row."""
-    row = conn.execute(query, params).fetchone()
-    return None if row is None else row[0]
+def _stamped_value(
+    conn: psycopg.Connection, name: str, schema: str, params: dict[str, Any] | None = None
+) -> tuple[Stamp, Any]:
+    """(stamp, third column) of the one row a read query returns, read in schema."""
+    row = conn.execute(graph_statement(name, schema), params).fetchone()
+    assert row is not None  # every read query returns its one graph_info row
+    return row_stamp(row), row[2]
 
 
-def get_integration_status(conn: psycopg.Connection) -> dict[str, Any] | None:
+def get_integration_status(
+    conn: psycopg.Connection, schema: str = LIVE_SCHEMA
+) -> tuple[Stamp, dict[str, Any] | None]:
     """The feed record's non-null fields, or None when the graph has no feed record."""
-    return _one_value(conn, _INTEGRATION_STATUS)
+    return _stamped_value(conn, _INTEGRATION_STATUS, schema)
 
 
-def get_registry_summary(conn: psycopg.Connection) -> dict[str, Any]:
+def get_registry_summary(
+    conn: psycopg.Connection, schema: str = LIVE_SCHEMA
+) -> tuple[Stamp, dict[str, Any]]:
     """The platform-wide counts of the loaded graph."""
-    return _one_value(conn, _REGISTRY_SUMMARY)
+    return _stamped_value(conn, _REGISTRY_SUMMARY, schema)
 
 
-def get_origin_by_id(conn: psycopg.Connection, origin_uuid: str) -> str | None:
-    """The record (JSON text) of one origin by its uuid (lower-case), or None."""
-    return _one_value(conn, _ORIGIN_BY_ID, {"origin_uuid": origin_uuid})
+def get_origin_by_id(
+    conn: psycopg.Connection, origin_uuid: str | None, schema: str = LIVE_SCHEMA
+) -> tuple[Stamp, str | None]:
+    """The record (JSON text) of one origin by its uuid (lower-case; None: no uuid), or None."""
+    return _stamped_value(conn, _ORIGIN_BY_ID, schema, {"origin_uuid": origin_uuid})
 
 
 def get_origin_by_address(
-    conn: psycopg.Connection, network: int, station: int, channel: int
-) -> str | None:
+    conn: psycopg.Connection, network: int, station: int, channel: int, schema: str = LIVE_SCHEMA
+) -> tuple[Stamp, str | None]:
     """The record (JSON text) of the origin holding network.station.channel, or None."""
-    return _one_value(
-        conn, _ORIGIN_BY_ADDRESS, {"network": network, "station": station, "channel": channel}
-    )
+    params = {"network": network, "station": station, "channel": channel}
+    return _stamped_value(conn, _ORIGIN_BY_ADDRESS, schema, params)
 
 
 _FLAG_FILTERS = (
@@ -102,12 +111,16 @@ def like_pattern(search: str) -> str:
 
 
 def list_origins(
-    conn: psycopg.Connection, filters: dict[str, Any], limit: int, offset: int
-) -> tuple[int, list[str]]:
-    """(total matching, one page of records as JSON text) for the parsed filters.
+    conn: psycopg.Connection,
+    filters: dict[str, Any],
+    limit: int,
+    offset: int,
+    schema: str = LIVE_SCHEMA,
+) -> tuple[Stamp, tuple[int, list[str]]]:
+    """(stamp, (total matching, one page of records as JSON text)) for the parsed filters.
 
     Each access path is its own SQL file, so every statement has a plan that fits it; each
-    returns the total and the page from one statement, hence one snapshot.
+    returns the generation, the total and the page from one statement, hence one snapshot.
     """
     combos = matching_combos(filters)
     network_id = filters.get("network_id")
@@ -130,9 +143,9 @@ def list_origins(
         query = _LIST_BY_FLAGS
     else:
         query = _LIST_ALL
-    row = conn.execute(query, params).fetchone()
+    row = conn.execute(graph_statement(query, schema), params).fetchone()
     assert row is not None  # each of these queries returns exactly one row
-    return int(row[0]), row[1]
+    return row_stamp(row), (int(row[2]), row[3])
 
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:

@@ -25,4 +25,14 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph, registry_meta TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON registry_meta.schema_migrations TO {}").format(name))
+        conn.execute(sql.SQL("GRANT SELECT ON registry_meta.generations TO {}").format(name))
+        for (schema,) in conn.execute(QUERIES["meta/list_generation_schemas"]).fetchall():
+            conn.execute(
+                sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), name)
+            )
+            conn.execute(
+                sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+                    sql.Identifier(schema), name
+                )
+            )
         conn.execute(QUERIES["meta/record_reader_role"], {"role": role})

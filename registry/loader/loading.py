@@ -16,12 +16,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import IO, Any
 
 import orjson
 import psycopg
 from psycopg import errors, sql
 
+from registry.database.generations import schema_name
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.queries import QUERIES
 from registry.loader.document import TABLES, DocumentReader, Problem
@@ -29,6 +31,11 @@ from registry.loader.rendering import render_stream
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
+DEFAULT_KEEP_GENERATIONS = 2
+# Tries at dropping a retired generation while pinned readers are inside it, and the pause
+# between them: about 5 s in all, then the next load tries again.
+DROP_ATTEMPTS = 11
+DROP_PAUSE_S = 0.5
 # A fingerprint of everything that shapes the stored graph: its tables, the load steps and
 # the schema every record is dumped with.
 GRAPH_FORMAT = hashlib.sha256(
@@ -78,22 +85,42 @@ class LoadRejected(Exception):
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class KeptGeneration:
+    """One generation still in the database after a load, and its disk use."""
+
+    generation: int
+    committed_at: datetime
+    origins: int
+    size_bytes: int | None
+
+
 @dataclass
 class LoadResult:
-    """What a committed load put in."""
+    """What a committed load put in, the generation it produced and the ones kept."""
 
     counts: dict[str, int]
     lines: int
     elapsed_s: float
     timings: dict[str, float] = field(default_factory=dict)
+    generation: int | None = None
+    committed_at: datetime | None = None
+    kept: list[KeptGeneration] = field(default_factory=list)
 
 
 def load_document(
     conn: psycopg.Connection,
     stream: IO[bytes],
     progress: Callable[[int], None] | None = None,
+    keep_generations: int = DEFAULT_KEEP_GENERATIONS,
 ) -> LoadResult:
-    """Replace the graph with the document read from stream; raise LoadRejected if it is bad."""
+    """Replace the graph with the document read from stream; raise LoadRejected if it is bad.
+
+    The committed graph is a new generation; the newest keep_generations are kept, older ones
+    are dropped once it has committed.
+    """
+    if keep_generations < 1:
+        raise ValueError("keep at least one generation (the one being loaded)")
     started = time.monotonic()
     timings: dict[str, float] = {}
     apply_migrations(conn)
@@ -131,10 +158,7 @@ def load_document(
             )
             _grant_readers(conn)
             conn.execute(QUERIES["load/analyze_graph_next"])
-            present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-            conn.execute(
-                QUERIES["load/swap_graph" if present and present[0] else "load/publish_first_graph"]
-            )
+            generation, committed_at = _record_generation(conn, reader.counts["origin"])
             elapsed = time.monotonic() - started
             conn.execute(
                 QUERIES["meta/record_load"],
@@ -147,10 +171,19 @@ def load_document(
     finally:
         for spool in spools.values():
             spool.close()
-    _drop_old_graph(conn)
+    _drop_retired_generations(conn, keep_generations)
     _vacuum_graph(conn)
+    conn.execute(QUERIES["load/record_generation_size"])
     timings["total"] = time.monotonic() - started
-    return LoadResult(reader.counts, reader.lines, time.monotonic() - started, timings)
+    return LoadResult(
+        reader.counts,
+        reader.lines,
+        time.monotonic() - started,
+        timings,
+        generation=generation,
+        committed_at=committed_at,
+        kept=kept_generations(conn),
+    )
 
 
 def ensure_graph(conn: psycopg.Connection) -> bool:
@@ -255,16 +288,62 @@ def _grant_readers(conn: psycopg.Connection) -> None:
         )
 
 
-def _drop_old_graph(conn: psycopg.Connection) -> None:
-    """Drop the replaced graph, waiting briefly for in-flight readers; the next load retries."""
-    for _ in range(10):
-        try:
-            with conn.transaction():
-                conn.execute(QUERIES["load/set_lock_timeout"])
-                conn.execute(QUERIES["load/drop_old_graph"])
-            return
-        except errors.LockNotAvailable:
-            time.sleep(0.5)
+def _record_generation(conn: psycopg.Connection, origins: int) -> tuple[int, datetime]:
+    """Number the new graph, keep the live one as graph_g<n>, and make the new one live."""
+    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+    retired = None
+    if present and present[0]:
+        live = conn.execute(QUERIES["load/get_live_generation"]).fetchone()
+        assert live is not None and live[0] is not None  # migration 002 numbered older graphs
+        retired = schema_name(int(live[0]))
+    row = conn.execute(QUERIES["load/record_generation"], {"origins": origins}).fetchone()
+    assert row is not None  # INSERT ... RETURNING of one row
+    if retired is None:
+        conn.execute(QUERIES["load/publish_first_graph"])
+    else:
+        conn.execute(sql.SQL(QUERIES["load/swap_graph"]).format(retired=sql.Identifier(retired)))
+    return int(row[0]), row[1]
+
+
+def _drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
+    """Drop generations past the newest keep, when no reader is inside them.
+
+    Each drop first takes all the generation's tables at once without waiting, so pinned
+    readers never queue behind it (they wait only for the DROP itself, milliseconds); while
+    readers are inside, it tries again a few times, then leaves the generation to the next
+    load: until then it is still kept (and reported so), and pinned reads of it keep working.
+    """
+    rows = conn.execute(QUERIES["load/list_generations_to_drop"], {"keep": keep}).fetchall()
+    for (generation,) in rows:
+        schema = schema_name(int(generation))
+        for attempt in range(DROP_ATTEMPTS):
+            if attempt:
+                time.sleep(DROP_PAUSE_S)
+            try:
+                with conn.transaction():
+                    _drop_generation(conn, int(generation), schema)
+                break
+            except errors.LockNotAvailable:
+                continue
+
+
+def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
+    """In the caller's transaction: lock every table of schema, drop it, mark it dropped."""
+    conn.execute(QUERIES["load/set_lock_timeout"])
+    tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
+    if tables:
+        names = sql.SQL(", ").join(sql.Identifier(schema, table) for (table,) in tables)
+        conn.execute(sql.SQL(QUERIES["load/lock_generation_tables"]).format(tables=names))
+    conn.execute(
+        sql.SQL(QUERIES["load/drop_generation_schema"]).format(schema=sql.Identifier(schema))
+    )
+    conn.execute(QUERIES["load/mark_generation_dropped"], {"generation": generation})
+
+
+def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
+    """Every generation still kept, newest first, with its disk use."""
+    rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
+    return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size in rows]
 
 
 def _vacuum_graph(conn: psycopg.Connection) -> None:
@@ -289,6 +368,34 @@ def load_counts_line(result: LoadResult) -> str:
     return f"loaded {result.lines} lines ({parts}) in {result.elapsed_s:.1f} s{detail}"
 
 
+def generation_lines(result: LoadResult) -> list[str]:
+    """The generation a load produced, then each kept generation and its disk use."""
+    if result.generation is None or result.committed_at is None:
+        return []
+    lines = [f"generation {result.generation} committed at {_rfc3339(result.committed_at)}"]
+    for kept in result.kept:
+        size = "unknown" if kept.size_bytes is None else f"{kept.size_bytes / 1e6:.1f} MB"
+        lines.append(
+            f"kept generation {kept.generation}: {kept.origins} origins, {size}"
+            f" (committed {_rfc3339(kept.committed_at)})"
+        )
+    return lines
+
+
+def _rfc3339(moment: datetime) -> str:
+    """A moment in UTC, RFC 3339, whole seconds."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def describe(result: LoadResult) -> dict[str, Any]:
     """The result as a plain dict, for --json output and logs."""
-    return {"lines": result.lines, "counts": result.counts, "elapsed_s": round(result.elapsed_s, 3)}
+    return {
+        "lines": result.lines,
+        "counts": result.counts,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "generation": result.generation,
+        "kept_generations": [
+            {"generation": kept.generation, "origins": kept.origins, "size_bytes": kept.size_bytes}
+            for kept in result.kept
+        ],
+    }

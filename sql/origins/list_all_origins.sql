@@ -1,11 +1,14 @@
--- Returns one row: total (every origin) and origins (the records of positions
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total (every origin) and origins (the records of positions
 -- offset+1 .. offset+limit, as JSON text). No filter: the total is the sum of the per-
 -- combination counts built at load time, and a page is a range of the primary key of
 -- origin_docs, so the first and the last page cost the same. The casts matter: psycopg
 -- sends a small Python int as smallint, and offset + limit would overflow there.
-SELECT (SELECT coalesce(sum(n), 0) FROM graph.combo_counts)::bigint AS total,
+SELECT i.generation,
+       i.committed_at,
+       (SELECT coalesce(sum(n), 0) FROM {graph}.combo_counts)::bigint AS total,
        ARRAY(SELECT d.doc
-             FROM graph.origin_docs AS d
+             FROM {graph}.origin_docs AS d
              WHERE d.pos > %(offset)s::bigint
                AND d.pos <= %(offset)s::bigint + %(limit)s::integer
-             ORDER BY d.pos) AS origins;
+             ORDER BY d.pos) AS origins
+FROM {graph}.graph_info AS i;

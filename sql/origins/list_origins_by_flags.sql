@@ -1,11 +1,11 @@
--- Returns one row: total and origins (one page of records as JSON text) for filters on
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) for filters on
 -- governance, allocation, publication, transport and presentations only. Those filters are
 -- a set of flag combinations (combos); the total is summed from combo_counts, and the page
 -- scan starts in the block of 4096 positions that holds the first origin of the page
 -- (block_combo_counts), walking origin_rows_pos_combo_idx from there (index-only).
 WITH blocks AS (
     SELECT block, sum(n) AS n
-    FROM graph.block_combo_counts
+    FROM {graph}.block_combo_counts
     WHERE combo = ANY (%(combos)s::smallint[])
     GROUP BY block
 ), before_each AS (
@@ -19,14 +19,17 @@ WITH blocks AS (
     LIMIT 1
 ), page AS (
     SELECT r.pos
-    FROM graph.origin_rows AS r
+    FROM {graph}.origin_rows AS r
     WHERE r.pos > (SELECT block FROM start) * 4096
       AND r.combo = ANY (%(combos)s::smallint[])
     ORDER BY r.pos
     LIMIT %(limit)s::integer OFFSET %(offset)s::bigint - (SELECT before FROM start)
 )
-SELECT (SELECT coalesce(sum(n), 0) FROM graph.combo_counts
+SELECT i.generation,
+       i.committed_at,
+       (SELECT coalesce(sum(n), 0) FROM {graph}.combo_counts
         WHERE combo = ANY (%(combos)s::smallint[]))::bigint AS total,
        ARRAY(SELECT d.doc
-             FROM page JOIN graph.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins;
+             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
+             ORDER BY d.pos) AS origins
+FROM {graph}.graph_info AS i;

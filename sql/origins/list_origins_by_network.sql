@@ -1,17 +1,20 @@
--- Returns one row: total and origins (one page of records as JSON text) of one network,
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) of one network,
 -- optionally narrowed by station and flag combinations (combos null: any). One index-only
 -- pass over origin_rows_network_idx (network_id, pos) INCLUDE (combo, address_station)
 -- counts the matches and yields the page in position order.
 WITH matching AS MATERIALIZED (
     SELECT r.pos
-    FROM graph.origin_rows AS r
+    FROM {graph}.origin_rows AS r
     WHERE r.network_id = %(network_id)s::text
       AND (%(station)s::integer IS NULL OR r.address_station = %(station)s::integer)
       AND (%(combos)s::smallint[] IS NULL OR r.combo = ANY (%(combos)s::smallint[]))
 ), page AS (
     SELECT pos FROM matching ORDER BY pos LIMIT %(limit)s::integer OFFSET %(offset)s::bigint
 )
-SELECT (SELECT count(*) FROM matching) AS total,
+SELECT i.generation,
+       i.committed_at,
+       (SELECT count(*) FROM matching) AS total,
        ARRAY(SELECT d.doc
-             FROM page JOIN graph.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins;
+             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
+             ORDER BY d.pos) AS origins
+FROM {graph}.graph_info AS i;

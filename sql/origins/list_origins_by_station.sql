@@ -1,15 +1,18 @@
--- Returns one row: total and origins (one page of records as JSON text) allocated to one
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) allocated to one
 -- station, optionally narrowed by flag combinations (combos null: any). One index-only pass
 -- over origin_rows_station_idx (address_station, pos) INCLUDE (combo).
 WITH matching AS MATERIALIZED (
     SELECT r.pos
-    FROM graph.origin_rows AS r
+    FROM {graph}.origin_rows AS r
     WHERE r.address_station = %(station)s::integer
       AND (%(combos)s::smallint[] IS NULL OR r.combo = ANY (%(combos)s::smallint[]))
 ), page AS (
     SELECT pos FROM matching ORDER BY pos LIMIT %(limit)s::integer OFFSET %(offset)s::bigint
 )
-SELECT (SELECT count(*) FROM matching) AS total,
+SELECT i.generation,
+       i.committed_at,
+       (SELECT count(*) FROM matching) AS total,
        ARRAY(SELECT d.doc
-             FROM page JOIN graph.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins;
+             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
+             ORDER BY d.pos) AS origins
+FROM {graph}.graph_info AS i;

@@ -1,4 +1,4 @@
--- Returns one row: total and origins (one page of records as JSON text) whose folded name
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) whose folded name
 -- or registry id contains the folded search term, with any other filters (null: not given).
 -- pattern is the term with LIKE's wildcards and escape escaped, between two percent signs,
 -- so it matches the term literally. It reads the narrow origin_search; where the server has
@@ -6,13 +6,13 @@
 -- pass over origin_search. Other filters look each match up in origin_rows by position.
 WITH matching AS MATERIALIZED (
     SELECT s.pos
-    FROM graph.origin_search AS s
+    FROM {graph}.origin_search AS s
     WHERE (s.name_key LIKE %(pattern)s::text OR s.registry_key LIKE %(pattern)s::text)
       AND (
           (%(network_id)s::text IS NULL AND %(station)s::integer IS NULL
            AND %(combos)s::smallint[] IS NULL)
           OR EXISTS (
-              SELECT FROM graph.origin_rows AS r
+              SELECT FROM {graph}.origin_rows AS r
               WHERE r.pos = s.pos
                 AND (%(network_id)s::text IS NULL OR r.network_id = %(network_id)s::text)
                 AND (%(station)s::integer IS NULL
@@ -23,7 +23,10 @@ WITH matching AS MATERIALIZED (
 ), page AS (
     SELECT pos FROM matching ORDER BY pos LIMIT %(limit)s::integer OFFSET %(offset)s::bigint
 )
-SELECT (SELECT count(*) FROM matching) AS total,
+SELECT i.generation,
+       i.committed_at,
+       (SELECT count(*) FROM matching) AS total,
        ARRAY(SELECT d.doc
-             FROM page JOIN graph.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins;
+             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
+             ORDER BY d.pos) AS origins
+FROM {graph}.graph_info AS i;

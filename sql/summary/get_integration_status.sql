@@ -1,4 +1,8 @@
--- Returns the feed record's fields with the null ones left out (feed), or no row when the
--- graph has no feed record. Reads the one-row table graph.feed.
-SELECT jsonb_strip_nulls(to_jsonb(f) - 'only_row' - 'source_line') AS feed
-FROM graph.feed AS f;
+-- Returns one row: the generation and commit time of the graph in schema {graph}, and feed,
+-- the feed record's fields with the null ones left out (null when the graph has no feed
+-- record). Reads the one-row tables {graph}.graph_info and {graph}.feed.
+SELECT i.generation,
+       i.committed_at,
+       (SELECT jsonb_strip_nulls(to_jsonb(f) - 'only_row' - 'source_line')
+        FROM {graph}.feed AS f) AS feed
+FROM {graph}.graph_info AS i;

@@ -1,3 +1,5 @@
--- Returns the registry summary computed at load time (one row, one jsonb document).
--- Reads the one-row table graph.registry_summary; no index needed.
-SELECT doc FROM graph.registry_summary;
+-- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- registry summary computed at load time (one jsonb document).
+-- Reads the one-row tables {graph}.graph_info and {graph}.registry_summary; no index needed.
+SELECT i.generation, i.committed_at, s.doc
+FROM {graph}.graph_info AS i, {graph}.registry_summary AS s;

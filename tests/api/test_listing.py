@@ -470,12 +470,14 @@ def test_link_relations(filters_api: CheckedClient, query: str, rels: dict[str, 
     ],
 )
 def test_links_keep_the_filters(filters_api: CheckedClient, filters: dict[str, str]):
-    """Every link keeps every filter and the limit, and following it gives that page."""
+    """Every link keeps every filter and the limit, pins the answer's generation, and following
+    it gives that page."""
     response = filters_api.get(f"/registry/origins?{urlencode(filters)}&page=1")
     filters = {name: value for name, value in filters.items() if name != "limit"}
     for rel, (path, params) in parse_links(response.headers["Link"]).items():
         assert {name: params[name] for name in filters} == filters, rel
-        assert set(params) == {*filters, "page", "limit"}
+        assert set(params) == {*filters, "page", "limit", "generation"}
+        assert params["generation"] == response.headers["Registry-Generation"]
         followed = filters_api.json(f"{path}?{urlencode(params)}")
         assert followed["page"]["page"] == int(params["page"])
         assert followed["filters_applied"] == listing(filters_api, filters)["filters_applied"]

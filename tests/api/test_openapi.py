@@ -105,6 +105,16 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     },
     "Unauthorized": {"error": ("string", REQ)},
     "Forbidden": {"error": ("string", REQ), "message": ("string", OPT)},
+    # Contract 5 and 7: 410 for a generation no longer kept.
+    "GenerationGone": {
+        "success": ("boolean", REQ),
+        "error": ("string", REQ),
+        "details": ("GenerationGoneDetails", REQ),
+    },
+    "GenerationGoneDetails": {
+        "generation": ("integer", REQ),
+        "current": ("integer|null", REQ),
+    },
 }
 
 ENUMS = [
@@ -133,18 +143,25 @@ LISTING_PARAMETERS = {
     "search": ("string", None, None, None, None),
     "page": ("integer", None, 1, 2147483647, 1),
     "limit": ("integer", None, 1, 200, 50),
+    "generation": ("integer", None, 1, 2**63 - 1, None),
 }
 
 PUBLIC, ADMIN = {"200", "400", "405", "500", "503"}, {"401", "403"}
+# Contract 7: answers read from a generation may be 304; a pinned /registry read may be 410.
+CACHED, PINNED = {"304"}, {"304", "410"}
 OPERATIONS = {
-    "/summary": ("getIntegrationStatus", "IntegrationStatus", PUBLIC),
-    "/registry/summary": ("getRegistrySummary", "RegistrySummary", PUBLIC | ADMIN),
-    "/registry/origins": ("listOrigins", "OriginList", PUBLIC | ADMIN | {"406"}),
-    "/registry/origins/{originId}": ("getOrigin", "OriginEnvelope", PUBLIC | ADMIN | {"404"}),
+    "/summary": ("getIntegrationStatus", "IntegrationStatus", PUBLIC | CACHED),
+    "/registry/summary": ("getRegistrySummary", "RegistrySummary", PUBLIC | ADMIN | PINNED),
+    "/registry/origins": ("listOrigins", "OriginList", PUBLIC | ADMIN | PINNED | {"406"}),
+    "/registry/origins/{originId}": (
+        "getOrigin",
+        "OriginEnvelope",
+        PUBLIC | ADMIN | PINNED | {"404"},
+    ),
     "/registry/addresses/{address}": (
         "getOriginByAddress",
         "OriginEnvelope",
-        PUBLIC | ADMIN | {"404"},
+        PUBLIC | ADMIN | PINNED | {"404"},
     ),
     "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
     "/healthz": ("getLiveness", None, PUBLIC - {"503"}),
@@ -203,6 +220,9 @@ def test_operations(api_document: dict[str, Any], path: str):
     assert operation["operationId"] == operation_id
     assert set(operation["responses"]) == statuses
     for status, response in operation["responses"].items():
+        if status == "304":
+            assert "content" not in resolve(api_document, response)
+            continue
         content = resolve(api_document, response)["content"]
         if (path, status) == ("/registry/origins", "200"):
             # The export representations (contract 8), chosen with Accept.
@@ -326,8 +346,13 @@ def test_path_parameters(
     api_document: dict[str, Any], path: str, name: str, good: list[str], bad: list[str]
 ):
     """Path parameters are required strings whose pattern is the form the service reads."""
-    (parameter,) = api_document["paths"][path]["get"]["parameters"]
+    parameter, generation = api_document["paths"][path]["get"]["parameters"]
     assert (parameter["name"], parameter["in"], parameter["required"]) == (name, "path", True)
+    assert (generation["name"], generation["in"], generation["required"]) == (
+        "generation",
+        "query",
+        False,
+    )
     pattern = re.compile(parameter["schema"]["pattern"], re.ASCII)
     assert all(pattern.search(value) for value in good)
     assert not any(pattern.search(value) for value in bad)
@@ -340,6 +365,17 @@ def test_path_parameters(
         ("/summary", "405", "Allow", "string"),
         ("/summary", "503", "Retry-After", "integer"),
         ("/registry/summary", "401", "WWW-Authenticate", "string"),
+        *(
+            (path, status, header, kind)
+            for path in ("/summary", "/registry/summary", "/registry/origins/{originId}")
+            for status in ("200", "304")
+            for header, kind in (
+                ("Registry-Generation", "integer"),
+                ("ETag", "string"),
+                ("Last-Modified", "string"),
+                ("Cache-Control", "string"),
+            )
+        ),
     ],
 )
 def test_response_headers(

@@ -113,13 +113,14 @@ def load(conninfo: str, payload: bytes) -> LoadResult:
 def graph_state(conninfo: str) -> dict[str, Any]:
     """What readers see of the live graph, and traces of any load committed since."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        total, origins = repository.list_origins(conn, {}, limit=1000, offset=0)
+        _, (total, origins) = repository.list_origins(conn, {}, limit=1000, offset=0)
         return {
             "origin_rows": conn.execute("SELECT count(*) FROM graph.origin_rows").fetchone(),
             "total": total,
             "origins": [orjson.loads(origin) for origin in origins],
-            "summary": repository.get_registry_summary(conn),
-            "integration_status": repository.get_integration_status(conn),
+            "summary": repository.get_registry_summary(conn)[1],
+            "integration_status": repository.get_integration_status(conn)[1],
+            "generation": conn.execute("SELECT generation FROM graph.graph_info").fetchone(),
             "graph_info": conn.execute("SELECT loaded_at, counts FROM graph.graph_info").fetchall(),
             "loads": conn.execute("SELECT count(*) FROM registry_meta.graph_loads").fetchone(),
             # a rejected load leaves no half-built schema behind

@@ -49,16 +49,29 @@ def write(tmp_path: Path, payload: bytes) -> str:
     return str(path)
 
 
+GENERATION_LINE = re.compile(r"generation (\d+) committed at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+KEPT_LINE = re.compile(r"kept generation (\d+): (\d+) origins, \d+\.\d MB \(committed .+Z\)")
+
+
 def test_load_succeeds_with_one_summary_line(
     database_factory: Callable[[], str], tmp_path: Path
 ) -> None:
-    """A good document: exit 0, one line on stdout, nothing on stderr, the graph served."""
+    """A good document: exit 0, the summary line first, then the generation it produced and
+    each kept generation with its disk use; nothing on stderr, the graph served."""
     conninfo = database_factory()
     done = registry_load(conninfo, write(tmp_path, document(BASE)))
     assert (done.returncode, done.stderr) == (0, "")
-    assert len(done.stdout.splitlines()) == 1
-    assert done.stdout.startswith(f"loaded {len(BASE)} lines (")
+    summary, produced, kept = done.stdout.splitlines()
+    assert summary.startswith(f"loaded {len(BASE)} lines (")
+    first = GENERATION_LINE.fullmatch(produced)
+    assert first is not None and KEPT_LINE.fullmatch(kept) is not None
     assert graph_state(conninfo)["total"] == 2
+    again = registry_load(conninfo, write(tmp_path, document(BASE)))
+    lines = again.stdout.splitlines()
+    second = GENERATION_LINE.fullmatch(lines[1])
+    assert second is not None and int(second.group(1)) > int(first.group(1))
+    kept_now = [KEPT_LINE.fullmatch(line) for line in lines[2:]]
+    assert [int(m.group(1)) for m in kept_now if m] == [int(second.group(1)), int(first.group(1))]
 
 
 def test_bad_document_exits_1_and_changes_nothing(served: ServedGraph, tmp_path: Path) -> None:

@@ -493,7 +493,7 @@ def test_upper_case_origin_ids_are_accepted_and_lower_cased(scratch_db: str) -> 
     load(scratch_db, document(records))
     assert sorted(origin_ids(scratch_db)) == sorted([ORIGIN_ID, OTHER_ORIGIN_ID])
     with psycopg_connect(scratch_db) as conn:
-        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID))
+        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID)[1])
     assert found["origin"]["id"] == ORIGIN_ID
     assert found["governance"]["active_edges"] == 1
     assert found["bans"]["address"] == "1.2.3"
@@ -527,7 +527,7 @@ def test_held_reason_without_a_hold_loads_and_is_not_shown(scratch_db: str) -> N
     """The contract lets held_reason be any string or null; only a hold shows it."""
     load(scratch_db, edited(ALLOCATION, held_reason="licence"))
     with psycopg_connect(scratch_db) as conn:
-        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID))
+        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID)[1])
     assert found["bans"]["publication_status"] != "held"
     assert found["bans"]["held"] is None
 
@@ -537,7 +537,7 @@ def test_held_reason_may_be_left_out(scratch_db: str) -> None:
     load(scratch_db, edited(HELD_LINE, held_reason=DROP))
     with psycopg_connect(scratch_db) as conn:
         found = origin_record(
-            repository.get_origin_by_id(conn, OTHER_ORIGIN_ID.removeprefix("svc:origin:"))
+            repository.get_origin_by_id(conn, OTHER_ORIGIN_ID.removeprefix("svc:origin:"))[1]
         )
     assert found["bans"]["held"] == {"at": "2026-01-02T03:04:05Z", "reason": None}
 
@@ -555,5 +555,5 @@ def test_strings_keep_every_character(scratch_db: str) -> None:
     name = "tab\there\nnew line\\N back\\slash \\. \r ünï ✓ 🎉 ' \" %_"
     load(scratch_db, edited(ORIGIN, name=name, registry_id="\\N"))
     with psycopg_connect(scratch_db) as conn:
-        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID))
+        found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID)[1])
     assert (found["origin"]["name"], found["origin"]["registry_id"]) == (name, "\\N")

@@ -1,0 +1,177 @@
+"""Generation headers and conditional requests (contract 7) for /summary and /registry/*.
+
+Every answer read from the graph carries the generation it came from (Registry-Generation),
+a weak ETag of that generation and the URL, Last-Modified (the generation's commit) and
+Cache-Control. A request with If-None-Match or If-Modified-Since is first checked against
+the current generation with one tiny query (`not_modified_early`), before any listing or
+lookup query; whatever that cannot decide is decided on the full answer (`stamped`).
+Nothing is cached in the process: a load commits in another process (and a reader may be
+another host), so only the database can say which generation is current.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import psycopg
+from flask import Flask, Response, request
+from werkzeug.datastructures import Headers
+from werkzeug.http import http_date
+
+from registry.api.admin_token import is_registry_path
+from registry.api.connection import get_connection
+from registry.api.errors import OriginNotFound, error_response
+from registry.database.generations import (
+    GenerationDropped,
+    GenerationNotProduced,
+    Stamp,
+    pinned_stamp,
+    read_generation,
+)
+from schemas.errors import INVALID_PARAMETERS
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
+
+JSON = "application/json"
+GENERATION_HEADER = "Registry-Generation"
+GONE_ERROR = "Generation no longer available"
+# Contract 7: a client may keep /registry answers but must revalidate, and no shared cache
+# may store them; /summary is public. Error answers are never stored.
+PRIVATE = "private, no-cache"
+PUBLIC = "public, no-cache"
+NO_STORE = "no-store"
+
+T = TypeVar("T")
+
+
+class OriginNotFoundIn(OriginNotFound):
+    """A lookup that matched no origin in a known generation (404 with Registry-Generation)."""
+
+    def __init__(self, message: str, stamp: Stamp):
+        super().__init__(message)
+        self.stamp = stamp
+
+
+def etag(generation: int, representation: str = JSON) -> str:
+    """The weak ETag of this request's URL in generation: W/"<generation>-<hash>"."""
+    url = request.path.encode() + b"?" + request.query_string + b"\n" + representation.encode()
+    return f'W/"{generation}-{hashlib.blake2b(url, digest_size=6).hexdigest()}"'
+
+
+def generation_headers(stamp: Stamp, representation: str = JSON) -> dict[str, str]:
+    """Registry-Generation, ETag, Last-Modified and Cache-Control of an answer from stamp."""
+    return {
+        GENERATION_HEADER: str(stamp.generation),
+        "ETag": etag(stamp.generation, representation),
+        "Last-Modified": http_date(stamp.committed_at),
+        "Cache-Control": PRIVATE if is_registry_path(request.path) else PUBLIC,
+    }
+
+
+def read(
+    generation: int | None, reader: Callable[[psycopg.Connection, str], tuple[Stamp, T]]
+) -> tuple[Stamp, T]:
+    """reader(conn, schema) run on the generation asked for (None: the newest)."""
+    return read_generation(get_connection(), generation, reader)
+
+
+def stamped(response: Response, stamp: Stamp, representation: str = JSON) -> Response:
+    """The answer with its generation headers, or 304 if the request's conditions say so."""
+    headers = generation_headers(stamp, representation)
+    if response.status_code == 200 and _not_modified(stamp, headers["ETag"], certain=True):
+        return not_modified_response(headers)
+    response.headers.update(headers)
+    return response
+
+
+def not_modified_early(
+    generation: int | None, *, exists: bool = True, representation: str = JSON
+) -> Response | None:
+    """304 from one tiny query when the request's validators match the generation's answer.
+
+    exists: the URL has an answer in every generation (listings, summaries). A lookup does
+    not (its origin may be missing); there only an If-None-Match naming an ETag decides
+    early, because this service gave that ETag for a 200 of the same URL and generation.
+    Raises GenerationNotProduced or GenerationDropped for a pinned generation not kept.
+    """
+    if "If-None-Match" not in request.headers and "If-Modified-Since" not in request.headers:
+        return None
+    if not exists and ("If-None-Match" not in request.headers or request.if_none_match.star_tag):
+        return None
+    stamp = pinned_stamp(get_connection(), generation)
+    if stamp is None:
+        return None
+    headers = generation_headers(stamp, representation)
+    if _not_modified(stamp, headers["ETag"], certain=exists):
+        return not_modified_response(headers)
+    return None
+
+
+class NotModifiedResponse(Response):
+    """304 that keeps Last-Modified: contract 7 sends it on 304 too, and werkzeug would strip
+    it with the other representation headers (RFC 9110 allows it: 15.4.5)."""
+
+    def get_wsgi_headers(self, environ: WSGIEnvironment) -> Headers:
+        """Werkzeug's 304 headers, with Last-Modified put back."""
+        headers = super().get_wsgi_headers(environ)
+        modified = self.headers.get("Last-Modified")
+        if modified is not None and "Last-Modified" not in headers:
+            headers["Last-Modified"] = modified
+        return headers
+
+
+def not_modified_response(headers: dict[str, str]) -> Response:
+    """304: no body, the answer's validators and Cache-Control."""
+    response = NotModifiedResponse(status=304, headers=headers)
+    del response.headers["Content-Type"]
+    return response
+
+
+def _not_modified(stamp: Stamp, current: str, *, certain: bool) -> bool:
+    """RFC 9110 13.2.2 for GET and HEAD: If-None-Match decides; else If-Modified-Since."""
+    if "If-None-Match" in request.headers:
+        tags = request.if_none_match
+        if tags.star_tag:
+            return certain
+        return tags.contains_weak(current[3:-1])
+    since = request.if_modified_since  # None when absent or not an HTTP-date: ignored
+    if since is None:
+        return False
+    return since >= stamp.committed_at.replace(microsecond=0)
+
+
+def _generation_dropped(error: GenerationDropped) -> Response:
+    """410: the generation asked for was produced but is no longer kept."""
+    details = {"generation": error.generation, "current": error.current}
+    return error_response(410, GONE_ERROR, details=details)
+
+
+def _generation_not_produced(error: GenerationNotProduced) -> Response:
+    """400 like any bad parameter: this registry never produced that generation."""
+    why = f"no generation {error.generation} was ever produced by this registry"
+    return error_response(400, INVALID_PARAMETERS, details={"generation": [why]})
+
+
+def _origin_not_found_in(error: OriginNotFoundIn) -> Response:
+    """404 for a lookup, with the generation that has no such origin."""
+    return error_response(404, str(error), {GENERATION_HEADER: str(error.stamp.generation)})
+
+
+def _errors_are_not_stored(response: Response) -> Response:
+    """Error answers of /summary and /registry/* carry Cache-Control: no-store."""
+    if response.status_code >= 400 and (
+        request.path == "/summary" or is_registry_path(request.path)
+    ):
+        response.headers["Cache-Control"] = NO_STORE
+    return response
+
+
+def register_generations(app: Flask) -> None:
+    """The 410 and 400 answers for pinned generations, and no-store on error answers."""
+    app.register_error_handler(GenerationDropped, _generation_dropped)
+    app.register_error_handler(GenerationNotProduced, _generation_not_produced)
+    app.register_error_handler(OriginNotFoundIn, _origin_not_found_in)
+    app.after_request(_errors_are_not_stored)
