@@ -5,7 +5,9 @@ python -m devtools.benchmark --origins 100000
 Generates a demo graph of that size once (cached under .bench/), loads it into a database of
 its own (skipped when that database already holds it), serves it with gunicorn.conf.py,
 drives each URL with wrk (2 threads, 16 connections, 10 s), times a full sweep at limit=200,
-and prints one table. Nothing here asserts: it reports.
+times full exports (NDJSON and CSV, straight to gunicorn and through deploy/nginx.conf) with
+the workers' peak memory meanwhile, and prints the tables. Nothing here asserts: it reports.
+`--exports-only` skips wrk and the sweep.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -30,7 +33,7 @@ import orjson
 import psycopg
 from psycopg import sql
 
-from devtools.production_stack import Gunicorn, start_gunicorn
+from devtools.production_stack import Gunicorn, nginx_binary, start_gunicorn, start_nginx
 from registry.database.conninfo import resolve_database_url, with_database
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
@@ -171,6 +174,74 @@ def full_sweep(base: str, token: str) -> tuple[float, int]:
     return time.monotonic() - started, seen
 
 
+def export_run(url: str, token: str, accept: str, server: Gunicorn) -> dict[str, Any]:
+    """One full export read as fast as possible: seconds, first byte, size, lines, peak RSS."""
+    peak: dict[int, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        """The largest resident size of each worker while the export runs."""
+        while not done.is_set():
+            for pid in server.worker_pids():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                match = re.search(r"VmRSS:\s+(\d+) kB", status)
+                if match:
+                    peak[pid] = max(peak.get(pid, 0.0), int(match.group(1)) / 1024)
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    request = urllib.request.Request(
+        url, headers={"Authorization": f"Bearer {token}", "Accept": accept}
+    )
+    started = time.monotonic()
+    size = lines = 0
+    first_byte = None
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            while chunk := answer.read1(1 << 20):
+                if first_byte is None:
+                    first_byte = time.monotonic() - started
+                size += len(chunk)
+                lines += chunk.count(b"\n")
+        seconds = time.monotonic() - started
+    finally:
+        done.set()
+        sampler.join()
+    # NDJSON: one line per origin; CSV: a header row first (names with newlines aside).
+    origins = lines if accept == "application/x-ndjson" else lines - 1
+    return {
+        "seconds": seconds,
+        "first_byte_ms": (first_byte or 0.0) * 1000,
+        "mb": size / 1e6,
+        "origins": origins,
+        "peak_rss_mb": max(peak.values(), default=0.0),
+    }
+
+
+def run_exports(server: Gunicorn, token: str, folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Full NDJSON and CSV exports, direct and (when nginx is installed) through nginx."""
+    bases = [("gunicorn", server.base)]
+    proxy = None
+    if nginx_binary() is not None:
+        proxy = start_nginx(folder / "nginx", server.port, worker_processes="1")
+        bases.append(("nginx", proxy.base))
+    results = []
+    try:
+        for where, base in bases:
+            for accept, label in (("application/x-ndjson", "NDJSON"), ("text/csv", "CSV")):
+                result = export_run(f"{base}/registry/origins", token, accept, server)
+                results.append((f"{label} via {where}", result))
+                print(f"  export {label} via {where}: {result['seconds']:.1f} s", flush=True)
+    finally:
+        if proxy is not None:
+            proxy.stop()
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(prog="python -m devtools.benchmark")
@@ -179,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--cache", default=str(REPO / ".bench"))
+    parser.add_argument("--exports-only", action="store_true", help="skip wrk and the sweep")
     args = parser.parse_args(argv)
-    if shutil.which("wrk") is None:
+    if shutil.which("wrk") is None and not args.exports_only:
         print("make bench needs wrk (Debian package wrk)", file=sys.stderr)
         return 2
 
@@ -203,12 +275,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rss_before = worker_rss_mb(server)
             rows = []
-            for label, path in urls(targets):
-                run_wrk(server.base + path, token, 2, args.connections)  # warm every worker
-                result = run_wrk(server.base + path, token, args.seconds, args.connections)
-                rows.append((label, result))
-                print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
-            sweep_s, swept = full_sweep(server.base, token)
+            sweep_s, swept = 0.0, 0
+            if not args.exports_only:
+                for label, path in urls(targets):
+                    run_wrk(server.base + path, token, 2, args.connections)  # warm every worker
+                    result = run_wrk(server.base + path, token, args.seconds, args.connections)
+                    rows.append((label, result))
+                    print(f"  {label:34} {result['rps']:9.1f} req/s", flush=True)
+                sweep_s, swept = full_sweep(server.base, token)
+            exports = run_exports(server, token, Path(logs))
             rss_after = worker_rss_mb(server)
         finally:
             server.stop()
@@ -228,7 +303,19 @@ def main(argv: list[str] | None = None) -> int:
         p99 = f"{result['p99']:.2f}" if result["p99"] is not None else "-"
         print(f"| {label} | {result['rps']:.0f} | {p50} | {p99} | {result['errors'] or 'none'} |")
     print()
-    print(f"full sweep at limit=200: {swept} origins in {sweep_s:.1f} s")
+    if swept:
+        print(f"full sweep at limit=200: {swept} origins in {sweep_s:.1f} s")
+        print()
+    print("| export | s | first byte ms | MB | MB/s | origins/s | worker peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, result in exports:
+        seconds = result["seconds"]
+        print(
+            f"| {label} ({result['origins']} origins) | {seconds:.1f} | "
+            f"{result['first_byte_ms']:.0f} | {result['mb']:.0f} | {result['mb'] / seconds:.0f} | "
+            f"{result['origins'] / seconds:,.0f} | {result['peak_rss_mb']:.0f} |"
+        )
+    print()
     print(
         "worker RSS MB before: "
         + ", ".join(f"{v:.0f}" for v in rss_before)

@@ -379,6 +379,7 @@ def test_an_export_ends_on_the_graph_it_started_on_while_a_load_commits(
     client = app.test_client()
     before = listing(client, admin_headers)
     response = client.get("/registry/origins", headers={**admin_headers, **NDJSON}, buffered=False)
+    started_on = response.headers["Registry-Generation"]
     chunks = iter(response.response)
     received = [next(chunks)]
     loading = threading.Thread(target=load_records, args=(conninfo, many_origins(50, "new")))
@@ -402,3 +403,5 @@ def test_an_export_ends_on_the_graph_it_started_on_while_a_load_commits(
     # And the next export is the new graph.
     after = client.get("/registry/origins", headers={**admin_headers, **NDJSON})
     assert [line["origin"]["name"] for line in ndjson_lines(after)][:1] == ["new-00001"]
+    # The export said which generation it read, and it was the one before the load's.
+    assert int(after.headers["Registry-Generation"]) == int(started_on) + 1
