@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-import orjson
+from collections.abc import Callable, Iterator
 
-from tests.api.test_generations import (  # noqa: F401 - the fixtures are used by name
-    GONE,
-    WEAK_ETAG,
-    Registry,
-    graph,
-    registry,
-    settled,
-)
+import orjson
+import pytest
+
+from tests.api.test_generations import GONE, WEAK_ETAG, Registry, fresh_registry, graph
 
 NDJSON = {"Accept": "application/x-ndjson"}
 CSV = {"Accept": "text/csv"}
+
+
+@pytest.fixture
+def registry(database_factory: Callable[[], str]) -> Iterator[Registry]:
+    """A registry of this test's own (graph A is generation 1), for tests that load."""
+    yield from fresh_registry(database_factory)
+
+
+@pytest.fixture(scope="module")
+def settled(database_factory: Callable[[], str]) -> Iterator[Registry]:
+    """A registry shared by the tests that only read (generation 1 stays current)."""
+    yield from fresh_registry(database_factory)
 
 
 def export_names(response: object) -> list[str]:
