@@ -8,6 +8,7 @@ has gone; nothing is held in memory beyond one batch.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -23,6 +24,10 @@ _EXPORT_BY_FLAGS = "origins/export_origins_by_flags"
 _EXPORT_BY_NETWORK = "origins/export_origins_by_network"
 _EXPORT_BY_STATION = "origins/export_origins_by_station"
 _EXPORT_SEARCH = "origins/export_search_origins"
+_STAMP = "origins/get_export_stamp"
+# The stamp of an attempt that found the schemas renamed under it; never a real generation.
+MOVED = Stamp(0, datetime.min.replace(tzinfo=UTC))
+_ATTEMPTS = 4
 
 CURSOR_NAME = "registry_export"
 
@@ -69,34 +74,44 @@ def open_origin_export(
     def attempt(
         conn: psycopg.Connection, schema: str
     ) -> tuple[Stamp, tuple[psycopg.ServerCursor, list[bytes]]]:
-        """Declare the cursor on schema and read the stamp row and the first records."""
+        """Declare the cursor on schema between two reads of its stamp, and read the first
+        records. When a load renamed the schemas meanwhile, the second read does not see the
+        first one's row (it reads a newer graph, invisible to this snapshot) and the stamp
+        returned is MOVED, so that the caller tries again."""
         # A pinned read may try another schema after a load renamed them: start afresh.
         close_origin_export(conn, opened.pop() if opened else None)
         conn.execute(_BEGIN)
         cursor = conn.cursor(CURSOR_NAME)
         opened.append(cursor)
+        stamp_query = graph_statement(_STAMP, schema)
         try:
+            before = conn.execute(stamp_query).fetchone()
             cursor.adapters.register_loader("text", _RawText)
             cursor.execute(graph_statement(name, schema), params)
-            rows = cursor.fetchmany(first + 1)
+            after = conn.execute(stamp_query).fetchone()
+            docs = fetch_export_batch(cursor, first)
         except BaseException:
             close_origin_export(conn, opened.pop())
             raise
-        # The first row is graph_info's (pos 0): the generation every other row belongs to.
-        _, generation, committed_at, _ = rows[0]
-        return Stamp(int(generation), committed_at), (cursor, [row[3] for row in rows[1:]])
+        if before is None or after != before:
+            return MOVED, (cursor, [])
+        return Stamp(int(before[0]), before[1]), (cursor, docs)
 
     try:
-        stamp, (cursor, docs) = read_generation(conn, generation, attempt)
+        for _ in range(_ATTEMPTS):
+            stamp, (cursor, docs) = read_generation(conn, generation, attempt)
+            if stamp is not MOVED:
+                return stamp, cursor, docs
+        # Loads renamed the schemas under every attempt: rare enough to ask for a retry (503).
+        raise psycopg.errors.QueryCanceled("the graph moved on every attempt")
     except BaseException:
         close_origin_export(conn, opened.pop() if opened else None)
         raise
-    return stamp, cursor, docs
 
 
 def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
     """The next records (JSON text as UTF-8 bytes) of the export, at most size; [] at the end."""
-    return [row[3] for row in cursor.fetchmany(size)]
+    return [row[0] for row in cursor.fetchmany(size)]
 
 
 def close_origin_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:
