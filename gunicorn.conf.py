@@ -25,7 +25,10 @@ bind = os.environ.get("REGISTRY_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("REGISTRY_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = os.environ.get("REGISTRY_WORKER_CLASS", "sync")
 threads = int(os.environ.get("REGISTRY_THREADS", "1"))
-timeout = 30
+# A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
+# CSV) show one after each batch they write, so a long export runs as long as it moves,
+# while one stuck behind a client that stopped reading is ended after this long.
+timeout = int(os.environ.get("REGISTRY_GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 keepalive = 5
 max_requests = 20000
@@ -82,10 +85,14 @@ def _database(worker):
 
 
 def post_worker_init(worker):
-    """Open this worker's database pool once its app is loaded (never in the master)."""
+    """Open this worker's database pool once its app is loaded (never in the master).
+
+    And give the app the worker's heartbeat, which a streamed export calls after each batch.
+    """
     database = _database(worker)
     if database is not None:
         database.pool  # noqa: B018 - touching it opens it in this process
+        worker.wsgi.extensions["registry_heartbeat"] = worker.notify
 
 
 def worker_exit(server, worker):

@@ -9,7 +9,9 @@ and prints one table. Beside the service, a minimal Flask app (devtools/ceiling_
 through the same gunicorn.conf.py; it is measured just before each row, and each row's rate
 is reported as a ratio to it, which stays put while the shared machine's speed moves. The
 search mix drives 200 distinct terms drawn from the graph's names and registry ids through
-a wrk Lua script. Nothing here asserts: it reports.
+a wrk Lua script. It also times full exports (NDJSON and CSV, straight to gunicorn and
+through deploy/nginx.conf) with the workers' peak memory meanwhile. Nothing here asserts:
+it reports. `--exports-only` skips wrk and the sweep.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -34,7 +37,7 @@ import orjson
 import psycopg
 from psycopg import sql
 
-from devtools.production_stack import Gunicorn, start_gunicorn
+from devtools.production_stack import Gunicorn, nginx_binary, start_gunicorn, start_nginx
 from registry.database.conninfo import resolve_database_url, with_database
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
@@ -294,6 +297,74 @@ def measure(
     return run_wrk(url, token, seconds, connections, script, headers)
 
 
+def export_run(url: str, token: str, accept: str, server: Gunicorn) -> dict[str, Any]:
+    """One full export read as fast as possible: seconds, first byte, size, lines, peak RSS."""
+    peak: dict[int, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        """The largest resident size of each worker while the export runs."""
+        while not done.is_set():
+            for pid in server.worker_pids():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                match = re.search(r"VmRSS:\s+(\d+) kB", status)
+                if match:
+                    peak[pid] = max(peak.get(pid, 0.0), int(match.group(1)) / 1024)
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    request = urllib.request.Request(
+        url, headers={"Authorization": f"Bearer {token}", "Accept": accept}
+    )
+    started = time.monotonic()
+    size = lines = 0
+    first_byte = None
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            while chunk := answer.read1(1 << 20):
+                if first_byte is None:
+                    first_byte = time.monotonic() - started
+                size += len(chunk)
+                lines += chunk.count(b"\n")
+        seconds = time.monotonic() - started
+    finally:
+        done.set()
+        sampler.join()
+    # NDJSON: one line per origin; CSV: a header row first (names with newlines aside).
+    origins = lines if accept == "application/x-ndjson" else lines - 1
+    return {
+        "seconds": seconds,
+        "first_byte_ms": (first_byte or 0.0) * 1000,
+        "mb": size / 1e6,
+        "origins": origins,
+        "peak_rss_mb": max(peak.values(), default=0.0),
+    }
+
+
+def run_exports(server: Gunicorn, token: str, folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Full NDJSON and CSV exports, direct and (when nginx is installed) through nginx."""
+    bases = [("gunicorn", server.base)]
+    proxy = None
+    if nginx_binary() is not None:
+        proxy = start_nginx(folder / "nginx", server.port, worker_processes="1")
+        bases.append(("nginx", proxy.base))
+    results = []
+    try:
+        for where, base in bases:
+            for accept, label in (("application/x-ndjson", "NDJSON"), ("text/csv", "CSV")):
+                result = export_run(f"{base}/registry/origins", token, accept, server)
+                results.append((f"{label} via {where}", result))
+                print(f"  export {label} via {where}: {result['seconds']:.1f} s", flush=True)
+    finally:
+        if proxy is not None:
+            proxy.stop()
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(prog="python -m devtools.benchmark")
@@ -316,8 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds of search mix before it is measured (each worker meets each term)",
     )
     parser.add_argument("--cache", default=str(REPO / ".bench"))
+    parser.add_argument("--exports-only", action="store_true", help="skip wrk and the sweep")
     args = parser.parse_args(argv)
-    if shutil.which("wrk") is None:
+    if shutil.which("wrk") is None and not args.exports_only:
         print("make bench needs wrk (Debian package wrk)", file=sys.stderr)
         return 2
     keys = selected_keys(args.only)
@@ -355,44 +427,48 @@ def main(argv: list[str] | None = None) -> int:
             raise
         try:
             rss_before = worker_rss_mb(server)
-            for connections in connection_counts:
-                for key in keys:
-                    if key == "ceiling":
-                        continue
-                    ceiling_result = measure(ceiling.base + "/", token, args.seconds, connections)
-                    if key == "search-mix":
-                        label = f"search mix ({len(terms)} terms)"
-                        result = measure(
-                            server.base + "/registry/origins", token, args.seconds,
-                            connections, mix_script, warm_up=args.mix_warm_up,
-                        )  # fmt: skip
-                    else:
-                        label, path = singles[key]
-                        result = measure(server.base + path, token, args.seconds, connections)
-                    rows.append((label, connections, result, ceiling_result["rps"]))
-                    print(
-                        f"  {label:34} c={connections:<3} {result['rps']:9.1f} req/s "
-                        f"(ceiling {ceiling_result['rps']:.0f})",
-                        flush=True,
-                    )
-                    if label in REVALIDATED:
-                        url = server.base + singles[key][1]
-                        conditional = (f"If-None-Match: {current_etag(url, token)}",)
+            if not args.exports_only:
+                for connections in connection_counts:
+                    for key in keys:
+                        if key == "ceiling":
+                            continue
                         ceiling_result = measure(
                             ceiling.base + "/", token, args.seconds, connections
                         )
-                        revalidated = measure(
-                            url, token, args.seconds, connections, headers=conditional
-                        )
-                        row = f"{label}: 304"
-                        rows.append((row, connections, revalidated, ceiling_result["rps"]))
+                        if key == "search-mix":
+                            label = f"search mix ({len(terms)} terms)"
+                            result = measure(
+                                server.base + "/registry/origins", token, args.seconds,
+                                connections, mix_script, warm_up=args.mix_warm_up,
+                            )  # fmt: skip
+                        else:
+                            label, path = singles[key]
+                            result = measure(server.base + path, token, args.seconds, connections)
+                        rows.append((label, connections, result, ceiling_result["rps"]))
                         print(
-                            f"  {row:34} c={connections:<3} {revalidated['rps']:9.1f} req/s "
+                            f"  {label:34} c={connections:<3} {result['rps']:9.1f} req/s "
                             f"(ceiling {ceiling_result['rps']:.0f})",
                             flush=True,
                         )
-            if not args.only and not args.no_sweep:
-                sweep = full_sweep(server.base, token)
+                        if label in REVALIDATED:
+                            url = server.base + singles[key][1]
+                            conditional = (f"If-None-Match: {current_etag(url, token)}",)
+                            ceiling_result = measure(
+                                ceiling.base + "/", token, args.seconds, connections
+                            )
+                            revalidated = measure(
+                                url, token, args.seconds, connections, headers=conditional
+                            )
+                            row = f"{label}: 304"
+                            rows.append((row, connections, revalidated, ceiling_result["rps"]))
+                            print(
+                                f"  {row:34} c={connections:<3} {revalidated['rps']:9.1f} req/s "
+                                f"(ceiling {ceiling_result['rps']:.0f})",
+                                flush=True,
+                            )
+                if not args.only and not args.no_sweep:
+                    sweep = full_sweep(server.base, token)
+            exports = run_exports(server, token, logs)
             rss_after = worker_rss_mb(server)
         finally:
             server.stop()
@@ -422,6 +498,16 @@ def main(argv: list[str] | None = None) -> int:
     print()
     if sweep is not None:
         print(f"full sweep at limit=200: {sweep[1]} origins in {sweep[0]:.1f} s")
+    print("| export | s | first byte ms | MB | MB/s | origins/s | worker peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, result in exports:
+        seconds = result["seconds"]
+        print(
+            f"| {label} ({result['origins']} origins) | {seconds:.1f} | "
+            f"{result['first_byte_ms']:.0f} | {result['mb']:.0f} | {result['mb'] / seconds:.0f} | "
+            f"{result['origins'] / seconds:,.0f} | {result['peak_rss_mb']:.0f} |"
+        )
+    print()
     print(
         "worker RSS MB before: "
         + ", ".join(f"{v:.0f}" for v in rss_before)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psycopg
 from flask import Flask, current_app, g, request
 
@@ -46,3 +48,21 @@ def _release_connection(_exc: BaseException | None) -> None:
         database: Database = current_app.extensions["registry_db"]
         database.putconn(conn)
         observe_pool(database)
+
+
+def take_connection() -> tuple[psycopg.Connection, Callable[[], None]]:
+    """This request's connection, taken over by the caller with the function that gives it back.
+
+    For a streamed body, which is written after the request's teardown has run: the caller
+    keeps the connection until the last byte is out (or the client has gone), then calls
+    the returned function exactly once.
+    """
+    conn = get_connection()
+    del g.registry_conn
+    database: Database = current_app.extensions["registry_db"]
+
+    def give_back() -> None:
+        database.putconn(conn)
+        observe_pool(database)
+
+    return conn, give_back

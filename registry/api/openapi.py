@@ -85,12 +85,41 @@ _RESPONSES = {
         "Error", "a method other than GET or HEAD", {"Allow": _header("GET, HEAD")}
     ),
     "InternalServerError": _json_response("Error", "an unexpected failure; no internals shown"),
+    "NotAcceptable": _json_response(
+        "Error", "Accept admits none of application/json, application/x-ndjson and text/csv"
+    ),
     "ServiceUnavailable": _json_response(
         "Error",
         "the database is unreachable or over its time budget (on /registry, also when the "
         "token key set cannot be fetched)",
         {"Retry-After": _header("seconds to wait before retrying", "integer")},
     ),
+}
+
+# The listing's export representations (contract 8), chosen with Accept.
+_EXPORT_CONTENT = {
+    "application/x-ndjson": {
+        "schema": {
+            "$ref": "#/components/schemas/Origin",
+            "description": "newline-delimited JSON: one Origin (as in origins[]) per line, "
+            "each line ending in a newline, in listing order, all from one generation",
+        },
+    },
+    "text/csv": {
+        "schema": {
+            "type": "string",
+            "description": "RFC 4180 CSV, UTF-8, CRLF line ends, a header row; the columns id, "
+            "name, registry_id, network_id, network_name, governance_state, active_edges, "
+            "allocated, address, network, station, channel, publication_status, held_at, "
+            "held_reason, transports (its presentations' distinct transports joined by ';', in "
+            "the order iptv, ovp, ota, fast), presentations (their count); booleans true/false, "
+            "null an empty field; a text field beginning with =, +, -, @, tab or carriage return "
+            "is written with a ' in front, so spreadsheets do not run it as a formula",
+        },
+        "example": "id,name,registry_id,network_id,network_name,governance_state,"
+        "active_edges,allocated,address,network,station,channel,publication_status,held_at,"
+        "held_reason,transports,presentations\r\n",
+    },
 }
 
 # Contract 7: what every answer read from the graph carries, 200 and 304 alike.
@@ -222,7 +251,8 @@ def build_openapi_document() -> dict[str, Any]:
         info={
             "description": "A read-only API over a broadcast graph: each canonical origin once, "
             "with its identity, governance, address allocation, publication state and resolved "
-            "presentations. Every response body is JSON."
+            "presentations. Every response body is JSON, except the listing's two export "
+            "representations (NDJSON and CSV), chosen with Accept."
         },
         # Relative to where the document is served, so it stays right behind a path prefix
         # (nginx maps /v1/ onto the server root).
@@ -283,18 +313,24 @@ def build_openapi_document() -> dict[str, Any]:
     listing["links"] = _links(
         {"getOrigin": "/origins/0/origin/id", "getOriginByAddress": "/origins/0/bans/address"}
     )
+    listing["description"] += (
+        ". With Accept: application/x-ndjson or text/csv, every origin the filters match "
+        "instead, streamed in one answer (page and limit are then a 400)"
+    )
+    listing["content"].update(_EXPORT_CONTENT)
+    listing_operation = _operation(
+        "listOrigins",
+        "Canonical origins, one page at a time, or all of them as NDJSON or CSV; filters "
+        "combine with AND",
+        listing,
+        secured=True,
+        parameters=[{"in": "query", "schema": OriginListQuerySchema}],
+        generational=True,
+    )
+    listing_operation["responses"]["406"] = _ref("NotAcceptable")
     spec.path(
         "/registry/origins",
-        operations={
-            "get": _operation(
-                "listOrigins",
-                "Canonical origins, one page at a time; filters combine with AND",
-                listing,
-                secured=True,
-                parameters=[{"in": "query", "schema": OriginListQuerySchema}],
-                generational=True,
-            )
-        },
+        operations={"get": listing_operation},
     )
     spec.path(
         "/registry/origins/{originId}",

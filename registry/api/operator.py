@@ -8,10 +8,12 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, request
 
+from registry.api.export import JSON, export_origins, negotiated_type, not_acceptable
 from registry.api.generations import OriginNotFoundIn, not_modified_early, read, stamped
 from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database import repository
 from registry.database.generations import Stamp
+from schemas.export import parse_origin_export_query
 from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema
 from schemas.params import (
     ADDRESS_FORMAT,
@@ -59,11 +61,20 @@ def registry_summary() -> Response:
 
 @bp.get("/origins", **GET_ROUTE)
 def list_origins() -> Response:
-    """GET /registry/origins: one page of origins in address order, filters ANDed."""
+    """GET /registry/origins: one page of origins in address order, filters ANDed.
+
+    With Accept asking for NDJSON or CSV: every matching origin, streamed (contract 8).
+    """
+    representation = negotiated_type()
+    if representation is None:
+        return not_acceptable()
+    if representation != JSON:
+        return export_origins(representation, parse_origin_export_query(_query()))
     filters = parse_origin_list_query(_query())
     page, limit = filters.pop("page"), filters.pop("limit")
     generation = filters.pop("generation", None)
     if (early := not_modified_early(generation)) is not None:
+        early.vary.add("Accept")
         return early
     offset = (page - 1) * limit
     stamp, (total, origins) = read(
@@ -84,7 +95,9 @@ def list_origins() -> Response:
         "origins": origins,
     }
     links = _page_links(filters, page, limit, total, stamp.generation)
-    return stamped(json_response(ORIGIN_LIST.dump(body), headers={"Link": links}), stamp)
+    response = stamped(json_response(ORIGIN_LIST.dump(body), headers={"Link": links}), stamp)
+    response.vary.add("Accept")
+    return response
 
 
 @bp.get("/origins/<origin_id>", **GET_ROUTE)

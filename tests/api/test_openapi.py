@@ -152,7 +152,7 @@ CACHED, PINNED = {"304"}, {"304", "410"}
 OPERATIONS = {
     "/summary": ("getIntegrationStatus", "IntegrationStatus", PUBLIC | CACHED),
     "/registry/summary": ("getRegistrySummary", "RegistrySummary", PUBLIC | ADMIN | PINNED),
-    "/registry/origins": ("listOrigins", "OriginList", PUBLIC | ADMIN | PINNED),
+    "/registry/origins": ("listOrigins", "OriginList", PUBLIC | ADMIN | PINNED | {"406"}),
     "/registry/origins/{originId}": (
         "getOrigin",
         "OriginEnvelope",
@@ -224,7 +224,13 @@ def test_operations(api_document: dict[str, Any], path: str):
             assert "content" not in resolve(api_document, response)
             continue
         content = resolve(api_document, response)["content"]
-        assert set(content) == {"application/json"}, status
+        if (path, status) == ("/registry/origins", "200"):
+            # The export representations (contract 8), chosen with Accept.
+            assert set(content) == {"application/json", "application/x-ndjson", "text/csv"}
+            ndjson = content["application/x-ndjson"]["schema"]
+            assert ndjson["$ref"] == "#/components/schemas/Origin"
+        else:
+            assert set(content) == {"application/json"}, status
     if body is not None:
         ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
         assert ok == {"$ref": f"#/components/schemas/{body}"}

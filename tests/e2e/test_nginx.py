@@ -317,3 +317,28 @@ def test_the_app_503_passes_through_with_retry_after(tmp_path: Path):
             proxy.stop()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("accept", ["application/x-ndjson", "text/csv"])
+def test_exports_through_nginx_equal_the_direct_ones(stack: Stack, accept: str):
+    """Streamed exports pass through nginx unchanged (gzipped only when asked), and a 406 is
+    the app's JSON body, not one of nginx's pages."""
+    headers = {**ADMIN, "Accept": accept}
+    direct = stack.direct("/registry/origins?transport=iptv", headers=headers)
+    proxied = stack.proxied("/registry/origins?transport=iptv", headers=headers)
+    assert direct.status == proxied.status == 200
+    assert proxied.body == direct.body
+    assert direct.body.count(b"\n") == 2 + (accept == "text/csv")
+    for name in ("Content-Type", "Registry-Generation", "ETag", "Vary", "Cache-Control"):
+        assert proxied.header(name) == direct.header(name), name
+    # nginx's unbuffering switch stays between the app and nginx.
+    assert direct.header("X-Accel-Buffering") == "no"
+    assert proxied.header("X-Accel-Buffering") is None
+    zipped = stack.proxied(
+        "/registry/origins?transport=iptv", headers={**headers, "Accept-Encoding": "gzip"}
+    )
+    assert zipped.header("Content-Encoding") == "gzip"
+    assert gzip.decompress(zipped.body) == direct.body
+    refused = stack.proxied("/registry/origins", headers={**ADMIN, "Accept": "text/html"})
+    assert refused.status == 406
+    assert refused.json() == {"success": False, "error": "Not Acceptable"}
