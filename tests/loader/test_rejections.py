@@ -599,6 +599,6 @@ def test_strings_at_their_limits_load(scratch_db: str) -> None:
     records[CARRIAGE - 1].update(provider=long_text, source=long_text, availability=long_text)
     load(scratch_db, document(records))
     with psycopg.connect(scratch_db) as conn:
-        found = repository.get_origin_by_id(conn, ORIGIN_UUID)
+        _, found = repository.get_origin_by_id(conn, ORIGIN_UUID)
     assert found is not None
     assert orjson.loads(found)["origin"]["network"] == {"id": long_id, "name": long_text}

@@ -58,9 +58,9 @@ def test_one_host_is_left_as_it_is():
     "given", ["", "?target_session_attrs=prefer-standby", "?target_session_attrs=any"]
 )
 def test_writes_go_to_the_primary_whatever_the_url_says(given: str):
-    """Loads, migrations and create-reader: read-write, always."""
+    """Loads, migrations and create-reader: the primary, always."""
     params = conninfo_to_dict(writer_conninfo(MULTI + given))
-    assert params["target_session_attrs"] == "read-write"
+    assert params["target_session_attrs"] == "primary"
     assert params["host"] == "db1,db2"
 
 
