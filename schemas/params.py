@@ -213,6 +213,8 @@ def parse_origin_list_query(args: Mapping[str, list[str]]) -> dict[str, Any]:
 
 def parse_pinned_query(args: Mapping[str, list[str]]) -> int | None:
     """The generation asked for, or None; ValidationError names any other parameter."""
+    if not args:  # the common case: nothing given, nothing to check
+        return None
     parsed: dict[str, Any] = PINNED_QUERY.load(dict(args))
     return parsed.get("generation")
 

@@ -52,9 +52,12 @@ def require_admin_token() -> Response | None:
     if not is_registry_path(request.path):
         return None
     verifier: TokenVerifier = current_app.extensions["registry_auth"]
-    found = find_token(
-        request.headers.getlist("Authorization"), request.cookies.getlist(COOKIE_NAME)
-    )
+    # WSGI gives a header one environ entry (a server joins repeated ones), so this is what
+    # request.headers.getlist("Authorization") returns, without walking every header.
+    environ = request.environ
+    authorization = environ.get("HTTP_AUTHORIZATION")
+    cookies = request.cookies.getlist(COOKIE_NAME) if "HTTP_COOKIE" in environ else []
+    found = find_token([] if authorization is None else [authorization], cookies)
     if found.token is None:
         count_token_rejection("malformed" if found.presented else "missing")
         return unauthorized(found.presented)

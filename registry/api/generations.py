@@ -11,8 +11,10 @@ another host), so only the database can say which generation is current.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
@@ -61,12 +63,18 @@ def etag(generation: int, representation: str = JSON) -> str:
     return f'W/"{generation}-{hashlib.blake2b(url, digest_size=6).hexdigest()}"'
 
 
+@functools.lru_cache(maxsize=16)
+def _http_date(committed_at: datetime) -> str:
+    """Last-Modified of a generation: the same few commit times are written again and again."""
+    return http_date(committed_at)
+
+
 def generation_headers(stamp: Stamp, representation: str = JSON) -> dict[str, str]:
     """Registry-Generation, ETag, Last-Modified and Cache-Control of an answer from stamp."""
     return {
         GENERATION_HEADER: str(stamp.generation),
         "ETag": etag(stamp.generation, representation),
-        "Last-Modified": http_date(stamp.committed_at),
+        "Last-Modified": _http_date(stamp.committed_at),
         "Cache-Control": PRIVATE if is_registry_path(request.path) else PUBLIC,
     }
 

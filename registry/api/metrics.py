@@ -20,7 +20,6 @@ import fcntl
 import logging
 import os
 import platform
-import time
 from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from typing import Any
@@ -38,6 +37,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from registry.api.metrics_files import merged_text
+from registry.api.request_log import observe_requests
 from registry.api.responses import GET_ROUTE
 from registry.database.pool import Database
 from registry.database.status import LiveGeneration, get_live_generation
@@ -142,9 +142,6 @@ for _cause in UNAVAILABLE_CAUSES:
 for _reason in REJECTION_REASONS:
     TOKEN_REJECTIONS.labels(_reason)
 
-StartResponse = Callable[..., Any]
-WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
-
 
 def rejection_reason(token_reason: str) -> str:
     """The reason label of a TokenRejected reason (a short code; see the verifier)."""
@@ -161,79 +158,56 @@ def count_unavailable(cause: str) -> None:
     UNAVAILABLE.labels(cause).inc()
 
 
+# This process's last pool figures written: (pid, open, in use, waiting). A gauge is a
+# write to a shared file under a lock; a request changes at most the in-use one.
+_pool_written: tuple[int, int, int, int] = (-1, -1, -1, -1)
+
+
 def observe_pool(database: Database) -> None:
-    """Record this worker's pool figures (called when a connection is lent and given back)."""
+    """Record this worker's pool figures (called when a connection is lent and given back).
+
+    Only the figures that changed since this process last wrote them are written.
+    """
+    global _pool_written
     stats = database.pool_stats()
     if stats is None:
         return
     size = stats.get("pool_size", 0)
-    POOL_OPEN.set(size)
-    POOL_IN_USE.set(size - stats.get("pool_available", 0))
-    POOL_WAITING.set(stats.get("requests_waiting", 0))
+    in_use = size - stats.get("pool_available", 0)
+    figures = (os.getpid(), size, in_use, stats.get("requests_waiting", 0))
+    last = _pool_written
+    if figures == last:
+        return
+    fresh = figures[0] != last[0]
+    if fresh or figures[1] != last[1]:
+        POOL_OPEN.set(figures[1])
+    if fresh or figures[2] != last[2]:
+        POOL_IN_USE.set(figures[2])
+    if fresh or figures[3] != last[3]:
+        POOL_WAITING.set(figures[3])
+    _pool_written = figures
 
 
-class _CountedBody:
-    """The response body, passed through; the request is counted once it ends or closes."""
-
-    def __init__(self, body: Iterable[bytes], finish: Callable[[], None]):
-        """Wrap body; finish() is called exactly once."""
-        self._body = body
-        self._finish = finish
-        self._finished = False
-
-    def __iter__(self) -> Iterator[bytes]:
-        """Yield the body's chunks, then count the request."""
-        yield from self._body
-        self._end()
-
-    def close(self) -> None:
-        """Close the wrapped body (WSGI requires it) and count if that has not happened yet."""
-        try:
-            close = getattr(self._body, "close", None)
-            if close is not None:
-                close()
-        finally:
-            self._end()
-
-    def _end(self) -> None:
-        """Count the request, once."""
-        if not self._finished:
-            self._finished = True
-            self._finish()
+# (route, method, status) -> the request counter's and the duration histogram's children:
+# looked up once per combination, which the labels' bounds keep to a few dozen.
+_request_series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
 
-class RequestMetricsMiddleware:
-    """WSGI middleware: count each request by route template, method and status, and time it."""
+def count_request(environ: dict[str, Any], status: int, seconds: float) -> None:
+    """Count one answered request by route template, method and status, and time it.
 
-    def __init__(self, app: WsgiApp):
-        """Wrap a WSGI app."""
-        self.app = app
-
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        """Run the request; count it when its body has been produced."""
-        started = time.perf_counter()
-        status = ["500"]
-
-        def start(status_line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            """Note the status."""
-            status[0] = status_line.split(" ", 1)[0]
-            return start_response(status_line, headers, exc_info)
-
-        def finish() -> None:
-            """Count the request, unless it was a scrape."""
-            route = environ.get(ROUTE_KEY, UNMATCHED)
-            if route == METRICS_PATH:
-                return
-            method = environ.get("REQUEST_METHOD", "")
-            REQUESTS.labels(route, method if method in METHODS else "other", status[0]).inc()
-            DURATION.labels(route).observe(time.perf_counter() - started)
-
-        try:
-            body = self.app(environ, start)
-        except BaseException:
-            finish()
-            raise
-        return _CountedBody(body, finish)
+    Called by the request log's middleware as each answer ends; a scrape is not counted.
+    """
+    route = environ.get(ROUTE_KEY, UNMATCHED)
+    if route == METRICS_PATH:
+        return
+    method = environ.get("REQUEST_METHOD", "")
+    key = (route, method if method in METHODS else "other", str(status or 500))
+    series = _request_series.get(key)
+    if series is None:
+        series = _request_series[key] = (REQUESTS.labels(*key), DURATION.labels(route))
+    series[0].inc()
+    series[1].observe(seconds)
 
 
 def _note_route() -> None:
@@ -340,6 +314,6 @@ def _metrics_response(text: bytes) -> Response:
 def register_metrics(app: Flask) -> None:
     """Count every request (a WSGI middleware), note route templates, and serve /metrics."""
     app.before_request(_note_route)
-    app.wsgi_app = RequestMetricsMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    observe_requests(app, count_request)
     app.register_blueprint(bp)
     POOL_MAX.set(int(app.config["REGISTRY_POOL_MAX_SIZE"]))

@@ -195,8 +195,14 @@ def write_request_line(fields: dict[str, Any], created: float | None = None) -> 
         stream.flush()
 
 
+# Called when a request's answer has ended: (WSGI environ, status code, seconds taken).
+RequestObserver = Callable[[dict[str, Any], int, float], None]
+
+
 class _LoggedBody:
     """The response body, passed through; the request is logged once it ends or closes."""
+
+    __slots__ = ("_body", "_finish", "_finished", "_sent")
 
     def __init__(self, body: Iterable[bytes], finish: Callable[[int], None]):
         """Wrap body; finish(bytes sent) is called exactly once."""
@@ -229,11 +235,17 @@ class _LoggedBody:
 
 
 class RequestLogMiddleware:
-    """WSGI middleware: the request id in and out, and the request's log line."""
+    """WSGI middleware: the request id in and out, the request's log line, and its observers.
+
+    This is the one wrapper around the Flask app: whatever else wants to know how a request
+    ended (the metrics) adds an observer (`observe_requests`) rather than wrapping the app
+    again, so a request pays for one body wrapper and one clock, not one per concern.
+    """
 
     def __init__(self, app: WsgiApp):
         """Wrap a WSGI app."""
         self.app = app
+        self.observers: list[RequestObserver] = []
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """Run the request with its id set, and log it when its body has been produced."""
@@ -245,25 +257,30 @@ class RequestLogMiddleware:
 
         def start(status_line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             """Note the status and add the request id header."""
-            status[0] = int(status_line.split(" ", 1)[0])
+            status[0] = int(status_line[:3])
             headers = [(k, v) for k, v in headers if k.lower() != "x-request-id"]
             headers.append((REQUEST_ID_HEADER, request_id))
             return start_response(status_line, headers, exc_info)
 
         def finish(sent: int) -> None:
-            """Write the request's line."""
-            if request_log.isEnabledFor(logging.INFO):
-                fields = {
-                    "request_id": request_id,
-                    "method": environ.get("REQUEST_METHOD", ""),
-                    "path": loggable_path(environ),
-                    "query": loggable_query(environ.get("QUERY_STRING", "")),
-                    "status": status[0],
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "bytes": sent,
-                }
-                write_request_line(fields)
-            current_request_id.set(None)
+            """Tell the observers, then write the request's line."""
+            elapsed = time.perf_counter() - started
+            try:
+                for observe in self.observers:
+                    observe(environ, status[0], elapsed)
+            finally:
+                if request_log.isEnabledFor(logging.INFO):
+                    fields = {
+                        "request_id": request_id,
+                        "method": environ.get("REQUEST_METHOD", ""),
+                        "path": loggable_path(environ),
+                        "query": loggable_query(environ.get("QUERY_STRING", "")),
+                        "status": status[0],
+                        "duration_ms": round(elapsed * 1000, 2),
+                        "bytes": sent,
+                    }
+                    write_request_line(fields)
+                current_request_id.set(None)
 
         try:
             body = self.app(environ, start)
@@ -273,6 +290,17 @@ class RequestLogMiddleware:
             finish(0)
             raise
         return _LoggedBody(body, finish)
+
+
+def observe_requests(app: Flask, observer: RequestObserver) -> None:
+    """Call observer(environ, status, seconds) as each request ends.
+
+    register_request_logging(app) must have run: its middleware is the one that calls.
+    """
+    middleware = app.wsgi_app
+    if not isinstance(middleware, RequestLogMiddleware):
+        raise RuntimeError("register_request_logging(app) must come first")
+    middleware.observers.append(observer)
 
 
 def configure_json_logging() -> None:
