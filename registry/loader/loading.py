@@ -62,6 +62,7 @@ READ_MODEL_STEPS = (
     "load/build_origin_rows",
     "load/build_origin_sources",
     "render",
+    "load/build_origin_csv",
     "load/build_registry_summary",
     "load/build_filter_counts",
     "load/add_read_indexes",

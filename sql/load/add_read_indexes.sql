@@ -2,6 +2,7 @@
 ALTER TABLE origin_rows ADD PRIMARY KEY (pos);
 ALTER TABLE origin_rows ADD CONSTRAINT origin_rows_id_key UNIQUE (id);
 ALTER TABLE origin_docs ADD PRIMARY KEY (pos);
+ALTER TABLE origin_csv ADD PRIMARY KEY (pos);
 ALTER TABLE origin_search ADD PRIMARY KEY (pos);
 CREATE UNIQUE INDEX origin_rows_address_idx
     ON origin_rows (address_network, address_station, address_channel) WHERE allocated;

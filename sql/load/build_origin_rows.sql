@@ -2,6 +2,7 @@
 -- (pos: by allocated address as numbers, unallocated last, ties by origin id) and every
 -- flag the listing filters on. transports is a bit set of the transports the origin has a
 -- resolved presentation on (iptv 1, ovp 2, ota 4, fast 8); 0 means no presentation.
+-- presentations counts them (the record's presentations: every carriage of a reviewed origin).
 -- combo packs every flag filter into one small integer (registry.repository.matching_combos reads it):
 -- governed 1, allocated 2, published 4, held 8, transports shifted left by 4 (in
 -- parentheses: PostgreSQL gives | and << the same precedence).
@@ -13,7 +14,8 @@ WITH edge_counts AS (
 ), resolved AS (
     SELECT c.origin_id,
            bit_or(CASE c.transport WHEN 'iptv' THEN 1 WHEN 'ovp' THEN 2
-                                   WHEN 'ota' THEN 4 WHEN 'fast' THEN 8 END)::smallint AS transports
+                                   WHEN 'ota' THEN 4 WHEN 'fast' THEN 8 END)::smallint AS transports,
+           count(*)::integer AS presentations
     FROM carriages AS c
     JOIN origins AS o ON o.id = c.origin_id AND o.reviewed
     GROUP BY c.origin_id
@@ -29,6 +31,7 @@ SELECT (row_number() OVER (ORDER BY a.origin_id IS NULL, a.network, a.station, a
        a.station AS address_station,
        a.channel AS address_channel,
        coalesce(r.transports, 0)::smallint AS transports,
+       coalesce(r.presentations, 0) AS presentations,
        (CASE WHEN coalesce(e.active_edges, 0) > 0 THEN 1 ELSE 0 END
         | CASE WHEN a.origin_id IS NOT NULL THEN 2 ELSE 0 END
         | CASE a.publication_status WHEN 'published' THEN 4 WHEN 'held' THEN 8 ELSE 0 END
