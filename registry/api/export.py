@@ -4,7 +4,8 @@ Content negotiation picks JSON (the spec's listing), NDJSON or CSV from `Accept`
 reads every match through one server-side cursor in one REPEATABLE READ transaction
 (registry.database.exports) and writes each batch as soon as it is fetched: memory holds one
 batch, the first bytes leave after the first small batch, and every row comes from the
-snapshot the export started on.
+snapshot the export started on. Both formats send what the load stored: the records for
+NDJSON, the CSV rows of origin_csv for CSV (registry.api.origin_csv), nothing decoded.
 
 The connection outlives the request: Flask's teardown runs before a streamed body is
 written, so the body takes the request's connection over and gives it back itself when the
@@ -25,7 +26,7 @@ from flask import Response, current_app, request
 from registry.api.connection import take_connection
 from registry.api.errors import error_response
 from registry.api.generations import not_modified_early, stamped
-from registry.api.origin_csv import OriginCsvWriter
+from registry.api.origin_csv import OriginCsvWriter, stored_rows
 from registry.database.exports import close_origin_export, fetch_export_batch, open_origin_export
 from registry.database.generations import Stamp
 
@@ -80,16 +81,19 @@ class ExportBody:
         )
         self.stamp: Stamp
         try:
-            self.stamp, self._cursor, self._first = open_origin_export(
-                self._conn, filters, generation, FIRST_BATCH
+            opened = open_origin_export(
+                self._conn, filters, generation, FIRST_BATCH, csv_rows=representation == CSV
             )
         except BaseException:
             self.close()
             raise
+        self.stamp, self._cursor, self._first = opened.stamp, opened.cursor, opened.first
+        self._render: Callable[[list[bytes]], bytes]
         if representation == CSV:
             writer = OriginCsvWriter()
             self._head = writer.header()
-            self._render: Callable[[list[bytes]], bytes] = writer.rows
+            # A graph loaded before origin_csv existed: rows written from its records.
+            self._render = stored_rows if opened.csv_rows else writer.rows
         else:
             self._head = b""
             self._render = _ndjson

@@ -1,12 +1,18 @@
 """Origins as CSV rows (contract 8): RFC 4180, UTF-8, CRLF, a header row, safe in spreadsheets.
 
-Each row is read off the stored Origin record, so the CSV can never say something the JSON
-does not. Spreadsheet safety: a text field taken from the graph (name, registry id, network
-id and name, held reason) that begins with `=`, `+`, `-`, `@`, a tab or a carriage return
-is written with a single quote `'` in front, so that Excel, LibreOffice and Google Sheets
-show it as text instead of running it as a formula (OWASP's "CSV injection" advice). No
-other field can begin so: ids are `svc:origin:<uuid>`, numbers are never negative, the rest
-are fixed words or dates.
+The rows are built once per load, in SQL (sql/load/build_origin_csv.sql, table origin_csv),
+from the tables each Origin record is assembled from; an export streams them as stored, as
+the NDJSON export streams the records. csv_row below is the definition they follow: the
+fields of one stored record, written by Python's csv module. It still writes the CSV of a
+graph loaded before origin_csv existed, and the tests hold the stored rows to it byte for
+byte.
+
+Spreadsheet safety: a text field taken from the graph (name, registry id, network id and
+name, held reason) that begins with `=`, `+`, `-`, `@`, a tab or a carriage return is
+written with a single quote `'` in front, so that Excel, LibreOffice and Google Sheets show
+it as text instead of running it as a formula (OWASP's "CSV injection" advice). No other
+field can begin so: ids are `svc:origin:<uuid>`, numbers are never negative, the rest are
+fixed words or dates.
 """
 
 from __future__ import annotations
@@ -76,6 +82,11 @@ def csv_row(record: dict[str, Any]) -> list[Any]:
         ";".join(transport for transport in TRANSPORT_ORDER if transport in present),
         len(presentations),
     ]
+
+
+def stored_rows(lines: list[bytes]) -> bytes:
+    """CSV rows as origin_csv stores them (each ending in CRLF), sent as they are."""
+    return b"".join(lines)
 
 
 class OriginCsvWriter:

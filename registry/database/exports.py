@@ -4,10 +4,16 @@ An export is one read-only REPEATABLE READ transaction holding one server-side c
 the same access paths as the listing (one SQL file each, without page and total). The
 caller fetches batches as it writes them and ends the export when it is done or the client
 has gone; nothing is held in memory beyond one batch.
+
+Each access path reads either the stored records (JSON text, for NDJSON) or the CSV rows
+the load built beside them (origin_csv, load/build_origin_csv.sql; one `*_as_csv` file per
+path), so that neither format decodes anything per row. A graph loaded before origin_csv
+existed has only its records: a CSV export of it reads those, and the caller writes the rows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +31,7 @@ _EXPORT_BY_NETWORK = "origins/export_origins_by_network"
 _EXPORT_BY_STATION = "origins/export_origins_by_station"
 _EXPORT_SEARCH = "origins/export_search_origins"
 _STAMP = "origins/get_export_stamp"
+_HAS_CSV_ROWS = QUERIES["origins/origin_csv_exists"]
 # The stamp of an attempt that found the schemas renamed under it; never a real generation.
 MOVED = Stamp(0, datetime.min.replace(tzinfo=UTC))
 _ATTEMPTS = 4
@@ -33,49 +40,66 @@ CURSOR_NAME = "registry_export"
 
 
 class _RawText(Loader):
-    """text as the bytes the server sent (UTF-8): the records go out as they are stored."""
+    """text as the bytes the server sent (UTF-8): records and CSV lines go out as stored."""
 
     def load(self, data: Buffer) -> bytes:
         """The bytes themselves, not decoded."""
         return bytes(data)
 
 
-def _export_query(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The query (SQL file name) serving these filters and its parameters (as the listing)."""
+@dataclass(frozen=True)
+class OpenedExport:
+    """An export under way: its stamp, its cursor, the first rows, and what the rows are."""
+
+    stamp: Stamp
+    cursor: psycopg.ServerCursor
+    first: list[bytes]
+    # The rows are CSV lines (origin_csv); else stored records (JSON text).
+    csv_rows: bool
+
+
+def _export_query(filters: dict[str, Any], csv_rows: bool = False) -> tuple[str, dict[str, Any]]:
+    """The query (SQL file name) serving these filters and its parameters (as the listing);
+    its `_as_csv` variant, reading origin_csv instead of origin_docs, when csv_rows."""
     combos = matching_combos(filters)
     network_id = filters.get("network_id")
     station = filters.get("station_id")
     params: dict[str, Any] = {"combos": combos, "network_id": network_id, "station": station}
     if "search" in filters:
         params["pattern"] = like_pattern(filters["search"])
-        return _EXPORT_SEARCH, params
-    if network_id is not None:
-        return _EXPORT_BY_NETWORK, params
-    if station is not None:
-        return _EXPORT_BY_STATION, params
-    if combos is not None:
-        return _EXPORT_BY_FLAGS, params
-    return _EXPORT_ALL, {}
+        name = _EXPORT_SEARCH
+    elif network_id is not None:
+        name = _EXPORT_BY_NETWORK
+    elif station is not None:
+        name = _EXPORT_BY_STATION
+    elif combos is not None:
+        name = _EXPORT_BY_FLAGS
+    else:
+        name, params = _EXPORT_ALL, {}
+    return (name + "_as_csv" if csv_rows else name), params
 
 
 def open_origin_export(
-    conn: psycopg.Connection, filters: dict[str, Any], generation: int | None, first: int
-) -> tuple[Stamp, psycopg.ServerCursor, list[bytes]]:
-    """Begin the export on generation (None: the newest): its stamp, cursor and first records.
+    conn: psycopg.Connection,
+    filters: dict[str, Any],
+    generation: int | None,
+    first: int,
+    csv_rows: bool = False,
+) -> OpenedExport:
+    """Begin the export on generation (None: the newest): its stamp, cursor and first rows.
 
-    The connection must be in autocommit mode (the service's sessions are) and idle; at most
-    `first` records come with the stamp, the rest through fetch_export_batch. Always end the
-    export with close_origin_export, whatever happened. A generation not kept raises as any
-    pinned read does (registry.database.generations).
+    The rows are stored records, or CSV lines when csv_rows is asked for and the graph has
+    them (OpenedExport.csv_rows says which). The connection must be in autocommit mode (the
+    service's sessions are) and idle; at most `first` rows come with the stamp, the rest
+    through fetch_export_batch. Always end the export with close_origin_export, whatever
+    happened. A generation not kept raises as any pinned read does
+    (registry.database.generations).
     """
-    name, params = _export_query(filters)
     opened: list[psycopg.ServerCursor] = []
 
-    def attempt(
-        conn: psycopg.Connection, schema: str
-    ) -> tuple[Stamp, tuple[psycopg.ServerCursor, list[bytes]]]:
+    def attempt(conn: psycopg.Connection, schema: str) -> tuple[Stamp, OpenedExport]:
         """Declare the cursor on schema between two reads of its stamp, and read the first
-        records. When a load renamed the schemas meanwhile, the second read does not see the
+        rows. When a load renamed the schemas meanwhile, the second read does not see the
         first one's row (it reads a newer graph, invisible to this snapshot) and the stamp
         returned is MOVED, so that the caller tries again."""
         # A pinned read may try another schema after a load renamed them: start afresh.
@@ -86,22 +110,25 @@ def open_origin_export(
         stamp_query = graph_statement(_STAMP, schema)
         try:
             before = conn.execute(stamp_query).fetchone()
+            stored_csv = csv_rows and _has_csv_rows(conn, schema)
+            name, params = _export_query(filters, stored_csv)
             cursor.adapters.register_loader("text", _RawText)
             cursor.execute(graph_statement(name, schema), params)
             after = conn.execute(stamp_query).fetchone()
-            docs = fetch_export_batch(cursor, first)
+            rows = fetch_export_batch(cursor, first)
         except BaseException:
             close_origin_export(conn, opened.pop())
             raise
         if before is None or after != before:
-            return MOVED, (cursor, [])
-        return Stamp(int(before[0]), before[1]), (cursor, docs)
+            return MOVED, OpenedExport(MOVED, cursor, [], stored_csv)
+        stamp = Stamp(int(before[0]), before[1])
+        return stamp, OpenedExport(stamp, cursor, rows, stored_csv)
 
     try:
         for _ in range(_ATTEMPTS):
-            stamp, (cursor, docs) = read_generation(conn, generation, attempt)
+            stamp, export = read_generation(conn, generation, attempt)
             if stamp is not MOVED:
-                return stamp, cursor, docs
+                return export
         # Loads renamed the schemas under every attempt: rare enough to ask for a retry (503).
         raise psycopg.errors.QueryCanceled("the graph moved on every attempt")
     except BaseException:
@@ -109,8 +136,15 @@ def open_origin_export(
         raise
 
 
+def _has_csv_rows(conn: psycopg.Connection, schema: str) -> bool:
+    """Whether the graph in schema has origin_csv (graphs loaded by earlier code have not)."""
+    row = conn.execute(_HAS_CSV_ROWS, {"schema": schema}).fetchone()
+    return bool(row and row[0])
+
+
 def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
-    """The next records (JSON text as UTF-8 bytes) of the export, at most size; [] at the end."""
+    """The next rows (records as JSON text, or CSV lines; UTF-8 bytes) of the export, at most
+    size; [] at the end."""
     return [row[0] for row in cursor.fetchmany(size)]
 
 

@@ -36,6 +36,7 @@ BIG_TABLES = frozenset(
         "origins",
         "origin_rows",
         "origin_docs",
+        "origin_csv",
         "origin_search",
         "carriages",
         "governance_edges",
@@ -288,25 +289,35 @@ def test_search_uses_trigram_indexes(plan_graph: PlanGraph, args: dict[str, str]
         assert_no_big_seq_scan(plan, SEARCH, params, tolerated=frozenset({"origin_search"}))
 
 
-EXPORTS = {
+EXPORT_PATHS = {
     "origins/export_all_origins": {},
     "origins/export_origins_by_flags": {"governance_state": "governed"},
     "origins/export_origins_by_network": {"network_id": "{network_id}"},
     "origins/export_origins_by_station": {"station_id": "{station}"},
     "origins/export_search_origins": {"search": "news"},
 }
-EXPORT_SETUP = {"origins/begin_export", "origins/get_export_stamp"}
+# Each path twice: the stored records (NDJSON) and the stored CSV rows.
+EXPORTS = {
+    **{name: (args, False) for name, args in EXPORT_PATHS.items()},
+    **{f"{name}_as_csv": (args, True) for name, args in EXPORT_PATHS.items()},
+}
+EXPORT_SETUP = {
+    "origins/begin_export",
+    "origins/get_export_stamp",
+    "origins/origin_csv_exists",
+}
 
 
-@pytest.mark.parametrize(("query_name", "args"), EXPORTS.items(), ids=list(EXPORTS))
+@pytest.mark.parametrize(("query_name", "case"), EXPORTS.items(), ids=list(EXPORTS))
 def test_an_export_streams_in_listing_order_without_sorting(
-    plan_graph: PlanGraph, query_name: str, args: dict[str, str]
+    plan_graph: PlanGraph, query_name: str, case: tuple[dict[str, str], bool]
 ) -> None:
     """Each export path is its file, read by a cursor in position order: no sort of the graph."""
+    args, csv_rows = case
     given = {name: [value.format(**plan_graph.targets)] for name, value in args.items()}
     filters = parse_origin_list_query(given)
     filters.pop("page"), filters.pop("limit")
-    name, params = exports._export_query(filters)
+    name, params = exports._export_query(filters, csv_rows)
     assert name == query_name
     # A cursor is planned for its first rows (cursor_tuple_fraction), as the export runs it.
     plan = explain(
