@@ -15,8 +15,8 @@ import pytest
 from flask import Flask
 
 from registry.api.export import FIRST_BATCH
-from registry.api.origin_csv import COLUMNS
-from tests.api.api_support import CheckedClient, GraphBuilder
+from registry.api.origin_csv import COLUMNS, OriginCsvWriter
+from tests.api.api_support import CheckedClient, GraphBuilder, origin_uuid
 from tests.conftest import load_records
 
 NDJSON = {"Accept": "application/x-ndjson"}
@@ -278,6 +278,166 @@ def test_empty_export_is_a_header_row_or_nothing(
     assert ndjson_answer.get_data() == b""
 
 
+# -- the stored CSV rows, byte for byte ----------------------------------------------------------
+
+# Text that the CSV rules treat specially, at the start, inside or at the end of a field:
+# every formula start, quotes, commas, CR, LF and CRLF, a field that is nothing but one of
+# them, text that merely looks quoted, non-ASCII (combining, right-to-left, emoji, Unicode
+# line breaks that CSV does not treat as such) and the empty string.
+AWKWARD_TEXTS = [
+    "=1+1",
+    "=",
+    "+33 1 23 45 67 89",
+    "-",
+    "-12",
+    "@SUM(A1:A9)",
+    "\tTab first",
+    "\rCR first",
+    "\r\nCRLF first",
+    "\nLF first",
+    '"',
+    '"quoted"',
+    'He said "hi", then left',
+    ",",
+    ",leading comma",
+    "trailing comma,",
+    "line\nbreak",
+    "cr\ronly",
+    "crlf\r\ninside",
+    "ends with a newline\n",
+    "tab\tinside",
+    "'already quoted",
+    "'=already quoted formula",
+    " =space first",
+    "\\back\\slash\\",
+    "%_ LIKE wildcards",
+    "Télé Nörd — 東京 📺",
+    "e\u0301 combining, and \u00a0no-break",
+    "\u05e2\u05d1\u05e8\u05d9\u05ea right to left",
+    "\u2028line separator\u0085next line\x0bvt\x0cff",
+    "",
+]
+HELD_AT = (
+    "2026-01-02T03:04:05Z",
+    "2026-01-02T03:04:05.5Z",
+    "2026-01-02T05:04:05.123456+02:00",
+    "1999-12-31T23:59:59.000001-01:00",
+)
+CARRIAGES = ((), ("fast", "iptv", "fast", "ota"), ("ovp",), ("fast", "ota", "ovp", "iptv"))
+AWKWARD_NETWORKS = {
+    "=net": '+Formula Media, "quoted"',
+    "@net,comma": None,
+    '-"net"\r\nline': "\tTabbed\nname",
+    "svc:network:plain": "Plain",
+}
+
+
+def awkward_graph() -> GraphBuilder:
+    """Every awkward text as a name, registry id, network and held reason, beside every kind
+    of allocation, hold, governance and presentation (none, repeated, all four, unreviewed)."""
+    graph = GraphBuilder(catalog=["iptv", "ovp", "ota", "fast"])
+    for network_id, name in AWKWARD_NETWORKS.items():
+        graph.network(network_id, name)
+    networks = [*AWKWARD_NETWORKS, None]
+    texts = len(AWKWARD_TEXTS)
+    for number, name in enumerate(AWKWARD_TEXTS):
+        status = ("held", "published", None, "held")[number % 4]
+        graph.origin(
+            name,
+            uuid_text=origin_uuid(f"awkward-{number}"),
+            network_id=networks[number % len(networks)],
+            registry_id=(AWKWARD_TEXTS[(number + 7) % texts], None)[number % 2],
+            reviewed=number % 7 != 3,
+            edges=((), (True,), (False,), (True, False, True))[number % 4],
+            address=(number % 3, number, 1) if number % 6 else None,
+            status=status,
+            held_at=HELD_AT[number % len(HELD_AT)] if status == "held" else None,
+            held_reason=(AWKWARD_TEXTS[(number + 3) % texts], None)[number % 3 == 0],
+            carriages=CARRIAGES[number % len(CARRIAGES)],
+        )
+    return graph
+
+
+def records_as_csv(ndjson: bytes) -> bytes:
+    """The CSV export as it was written before its rows were stored: the header, then csv_row
+    of each record (the NDJSON export's lines) through Python's csv module."""
+    writer = OriginCsvWriter()
+    return writer.header() + writer.rows(ndjson.split(b"\n")[:-1])
+
+
+AWKWARD_QUERIES = [
+    "",
+    "governance_state=governed",
+    "publication_status=held",
+    "allocation_state=unallocated&has_presentations=false",
+    "transport=fast",
+    "network_id=%3Dnet",
+    "network_id=%3Dnet&governance_state=ungoverned",
+    "station_id=4",
+    "search=%22",
+    "search=e&allocation_state=allocated",
+]
+
+
+@pytest.fixture(scope="module")
+def awkward_app(
+    database_factory: Callable[[], str], api_app_factory: Callable[..., Flask]
+) -> tuple[str, Flask]:
+    """A database holding awkward_graph(), and an app over it."""
+    conninfo = database_factory()
+    load_records(conninfo, awkward_graph().records)
+    return conninfo, api_app_factory(conninfo)
+
+
+def csv_and_reference(app: Flask, headers: dict[str, str], query: str) -> tuple[bytes, bytes]:
+    """The CSV export of query, and the CSV its records make through origin_csv.csv_row."""
+    client = app.test_client()
+    url = f"/registry/origins?{query}"
+    table = client.get(url, headers={**headers, **CSV})
+    records = client.get(url, headers={**headers, **NDJSON})
+    assert table.status_code == records.status_code == 200
+    return table.get_data(), records_as_csv(records.get_data())
+
+
+@pytest.mark.parametrize("query", AWKWARD_QUERIES)
+def test_stored_csv_rows_are_the_records_rows_byte_for_byte(
+    awkward_app: tuple[str, Flask], admin_headers: dict[str, str], query: str
+):
+    """Rows built at load in SQL are exactly what csv_row and the csv module make of each
+    record, on every access path: quoting, formula guards, nulls, holds, transports."""
+    conninfo, app = awkward_app
+    with psycopg.connect(conninfo) as conn:
+        stored = conn.execute("SELECT count(*) FROM graph.origin_csv").fetchone()
+    assert stored == (len(AWKWARD_TEXTS),)
+    exported, reference = csv_and_reference(app, admin_headers, query)
+    assert exported == reference
+    assert len(csv_records_of(exported)) == len(csv_records_of(reference)) > 0
+
+
+def csv_records_of(data: bytes) -> list[list[str]]:
+    """The rows under the header of a CSV body."""
+    return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))[1:]
+
+
+def test_a_graph_loaded_before_stored_rows_exports_the_same_csv(
+    database_factory: Callable[[], str],
+    api_app_factory: Callable[..., Flask],
+    admin_headers: dict[str, str],
+):
+    """No origin_csv (a graph loaded by earlier code): the rows are written from the records,
+    the same bytes."""
+    conninfo = database_factory()
+    load_records(conninfo, awkward_graph().records)
+    with psycopg.connect(conninfo) as conn:
+        conn.execute("DROP TABLE graph.origin_csv")
+    app = api_app_factory(conninfo)
+    for query in AWKWARD_QUERIES:
+        exported, reference = csv_and_reference(app, admin_headers, query)
+        assert exported == reference, query
+    whole, _ = csv_and_reference(app, admin_headers, "")
+    assert len(csv_records_of(whole)) == len(AWKWARD_TEXTS)
+
+
 # -- the stream's connection -----------------------------------------------------------------
 
 
@@ -367,10 +527,12 @@ def test_a_body_never_read_still_gives_the_connection_back(
     assert pool_is_all_back(app)
 
 
+@pytest.mark.parametrize("accept", [NDJSON, CSV], ids=["ndjson", "csv"])
 def test_an_export_ends_on_the_graph_it_started_on_while_a_load_commits(
     database_factory: Callable[[], str],
     api_app_factory: Callable[..., Flask],
     admin_headers: dict[str, str],
+    accept: dict[str, str],
 ):
     """A load lands half-way: the export finishes complete and exact from the old graph."""
     conninfo = database_factory()
@@ -378,7 +540,8 @@ def test_an_export_ends_on_the_graph_it_started_on_while_a_load_commits(
     app = api_app_factory(conninfo)
     client = app.test_client()
     before = listing(client, admin_headers)
-    response = client.get("/registry/origins", headers={**admin_headers, **NDJSON}, buffered=False)
+    records = client.get("/registry/origins", headers={**admin_headers, **NDJSON}).get_data()
+    response = client.get("/registry/origins", headers={**admin_headers, **accept}, buffered=False)
     started_on = response.headers["Registry-Generation"]
     chunks = iter(response.response)
     received = [next(chunks)]
@@ -397,9 +560,13 @@ def test_an_export_ends_on_the_graph_it_started_on_while_a_load_commits(
     response.close()
     loading.join(timeout=120)
     assert not loading.is_alive()
-    lines = [orjson.loads(line) for line in b"".join(received).split(b"\n")[:-1]]
-    assert lines == before
-    assert len(lines) == FIRST_BATCH * 4 + 3
+    if accept is CSV:
+        assert b"".join(received) == records_as_csv(records)
+    else:
+        assert b"".join(received) == records
+        lines = [orjson.loads(line) for line in b"".join(received).split(b"\n")[:-1]]
+        assert lines == before
+        assert len(lines) == FIRST_BATCH * 4 + 3
     # And the next export is the new graph.
     after = client.get("/registry/origins", headers={**admin_headers, **NDJSON})
     assert [line["origin"]["name"] for line in ndjson_lines(after)][:1] == ["new-00001"]
