@@ -112,13 +112,18 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("network", "network_id=<largest>", f"/registry/origins?network_id={network}"),
         ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
         ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
+        ("metrics", METRICS_LABEL, "/metrics"),
     ]  # fmt: skip
 
 
 ROW_KEYS = (
     "ceiling", "summary", "registry-summary", "first-page", "limit-200", "last-page", "flags",
-    "search", "search-mix", "network", "by-id", "by-address",
+    "search", "search-mix", "network", "by-id", "by-address", "metrics",
 )  # fmt: skip
+# A scrape is one request at a time (Prometheus never overlaps its own): that row runs at one
+# connection whatever --connections says, after every other row has filled the workers'
+# metric files, and reads as the time one scrape takes with every worker's series in them.
+METRICS_LABEL = "/metrics (one scraper)"
 MIX_TERMS = 200
 MIX_FREQUENT = 10
 MIX_NOTHING = 20
@@ -216,7 +221,7 @@ def run_wrk(
     output = subprocess.run(
         [
             "wrk",
-            "-t2",
+            f"-t{min(2, connections)}",  # wrk wants a connection per thread at least
             f"-c{connections}",
             f"-d{seconds}s",
             "--timeout",
@@ -428,41 +433,39 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rss_before = worker_rss_mb(server)
             if not args.exports_only:
+                first = connection_counts[0]
                 for connections in connection_counts:
                     for key in keys:
-                        if key == "ceiling":
+                        if key == "ceiling" or (key == "metrics" and connections != first):
                             continue
-                        ceiling_result = measure(
-                            ceiling.base + "/", token, args.seconds, connections
-                        )
+                        conns = 1 if key == "metrics" else connections
+                        ceiling_result = measure(ceiling.base + "/", token, args.seconds, conns)
                         if key == "search-mix":
                             label = f"search mix ({len(terms)} terms)"
                             result = measure(
                                 server.base + "/registry/origins", token, args.seconds,
-                                connections, mix_script, warm_up=args.mix_warm_up,
+                                conns, mix_script, warm_up=args.mix_warm_up,
                             )  # fmt: skip
                         else:
                             label, path = singles[key]
-                            result = measure(server.base + path, token, args.seconds, connections)
-                        rows.append((label, connections, result, ceiling_result["rps"]))
+                            result = measure(server.base + path, token, args.seconds, conns)
+                        rows.append((label, conns, result, ceiling_result["rps"]))
                         print(
-                            f"  {label:34} c={connections:<3} {result['rps']:9.1f} req/s "
+                            f"  {label:34} c={conns:<3} {result['rps']:9.1f} req/s "
                             f"(ceiling {ceiling_result['rps']:.0f})",
                             flush=True,
                         )
                         if label in REVALIDATED:
                             url = server.base + singles[key][1]
                             conditional = (f"If-None-Match: {current_etag(url, token)}",)
-                            ceiling_result = measure(
-                                ceiling.base + "/", token, args.seconds, connections
-                            )
+                            ceiling_result = measure(ceiling.base + "/", token, args.seconds, conns)
                             revalidated = measure(
-                                url, token, args.seconds, connections, headers=conditional
+                                url, token, args.seconds, conns, headers=conditional
                             )
                             row = f"{label}: 304"
-                            rows.append((row, connections, revalidated, ceiling_result["rps"]))
+                            rows.append((row, conns, revalidated, ceiling_result["rps"]))
                             print(
-                                f"  {row:34} c={connections:<3} {revalidated['rps']:9.1f} req/s "
+                                f"  {row:34} c={conns:<3} {revalidated['rps']:9.1f} req/s "
                                 f"(ceiling {ceiling_result['rps']:.0f})",
                                 flush=True,
                             )
