@@ -18,6 +18,7 @@ import orjson
 import pytest
 from flask import Flask
 
+from registry.database.repository import SEARCHES
 from registry.database.search_text import fold_for_search
 from registry.loader.demo import write_demo_document
 from tests.api.api_support import CheckedClient, OpenApiConformance
@@ -144,3 +145,30 @@ def test_the_largest_network_pages_agree_with_its_total(
     )
     assert governed == len(governed_ids) == len(set(governed_ids))
     assert 0 < governed < size and set(governed_ids) < expected
+
+
+def test_remembered_searches_keep_each_generation_apart(
+    scale_client: tuple[str, CheckedClient],
+) -> None:
+    """A search remembered in one generation never answers a request for another one."""
+    conninfo, client = scale_client
+    SEARCHES.clear()
+    first, second = demo(seed=7), demo(seed=8)
+    load_records(conninfo, first)
+    load_records(conninfo, second)
+    terms = [t for t in terms_of(first) if matching_ids(first, t) != matching_ids(second, t)]
+    assert terms, "the two demo graphs should differ on some term"
+    latest = int(client.get("/registry/summary").headers["Registry-Generation"])
+    for term in terms:
+        # Remembered in the newest generation first, then asked pinned to the older one, then
+        # unpinned again: each answer is its own generation's, every page.
+        for query, document in (
+            (f"search={quote(term)}", second),
+            (f"search={quote(term)}&generation={latest - 1}", first),
+            (f"search={quote(term)}", second),
+        ):
+            for _ in range(2):
+                total, ids = every_page(client, query)
+                expected = matching_ids(document, term)
+                assert total == len(expected) and set(ids) == expected, query
+    assert SEARCHES.held > 0  # the later pages came from remembered positions
