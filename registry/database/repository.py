@@ -9,7 +9,7 @@ import psycopg
 
 from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
 from registry.database.queries import QUERIES
-from registry.database.search_cache import SearchCache
+from registry.database.search_cache import REMEMBERED, SearchCache
 from registry.database.search_text import fold_for_search
 
 _INTEGRATION_STATUS = "summary/get_integration_status"
@@ -174,20 +174,24 @@ def _search(
         params["station"],
         None if combos is None else tuple(combos),
     )
+    start, limit = params["offset"], params["limit"]
     known = SEARCHES.get(key)
-    if known is not None:
-        start = params["offset"]
-        page = list(known.positions[start : start + params["limit"]])
+    if known is not None and known.covers(start, limit):
+        page = list(known.positions[start : start + limit])
         row = conn.execute(graph_statement(_BY_POSITIONS, schema), {"positions": page}).fetchone()
         assert row is not None  # one graph_info row
         stamp = row_stamp(row)
         if stamp == known.stamp:
-            return stamp, (len(known.positions), row[2])
-    row = conn.execute(graph_statement(_SEARCH, schema), params).fetchone()
+            return stamp, (known.total, row[2])
+    row = conn.execute(
+        graph_statement(_SEARCH, schema), {**params, "remembered": REMEMBERED}
+    ).fetchone()
     assert row is not None  # one graph_info row
     stamp = row_stamp(row)
-    SEARCHES.put(key, stamp, row[4])
-    return stamp, (int(row[2]), row[3])
+    total = int(row[2])
+    if known is None or known.stamp != stamp:
+        SEARCHES.put(key, stamp, total, row[4])
+    return stamp, (total, row[3])
 
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:

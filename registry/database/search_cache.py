@@ -1,8 +1,12 @@
 """Per-process memory of search results: the matching positions of a search, per generation.
 
-A generation never changes once committed, so neither do a search's matches in it: the
-positions of every match (in order) are worked out once per process and generation, and each
-later page of the same search is a primary-key fetch of its records, exact totals included.
+A generation never changes once committed, so neither do a search's matches in it: their
+total and the positions of the first REMEMBERED matches (in order) are worked out once per
+process and generation, and each later page of the same search that falls among them is a
+primary-key fetch of its records, exact total included. A page further down a search with
+more matches than that (a sweep deep into a common term) runs the whole search again: a
+common word at ten million origins would otherwise cost megabytes per worker for pages
+almost nobody reads.
 An entry is tied to the stamp (generation and commit time) it was computed on, and used only
 when the statement fetching the page sees that same stamp in its own snapshot, so a total is
 never stale: after a load, the first request finds a newer stamp and runs the whole search
@@ -18,13 +22,20 @@ from typing import Any, NamedTuple
 
 # About 8 MB of positions per process (4 bytes each).
 MAX_POSITIONS = 2_000_000
+# Positions kept per search: the first 50 pages at limit=200 (40 KB).
+REMEMBERED = 10_000
 
 
 class SearchResult(NamedTuple):
     """The positions of one search's matches in one generation."""
 
     stamp: Any  # the generation's Stamp, as the search statement returned it
-    positions: Sequence[int]
+    total: int  # every match's, however many positions are kept
+    positions: Sequence[int]  # the first matches' (all of them when total is at most REMEMBERED)
+
+    def covers(self, offset: int, limit: int) -> bool:
+        """True when the page of limit matches from offset can be read off the positions."""
+        return offset + limit <= len(self.positions) or len(self.positions) == self.total
 
 
 class SearchCache:
@@ -41,8 +52,9 @@ class SearchCache:
         """The remembered result of this search, in whatever generation it was computed."""
         return self._entries.get(key)
 
-    def put(self, key: Hashable, stamp: Any, positions: Sequence[int]) -> None:
-        """Remember a search's positions in this generation (nothing if they alone are too many)."""
+    def put(self, key: Hashable, stamp: Any, total: int, positions: Sequence[int]) -> None:
+        """Remember a search's total and first positions in this generation (nothing if the
+        positions alone are too many)."""
         kept = array("i", positions)
         if len(kept) > self.max_positions:
             return
@@ -53,8 +65,12 @@ class SearchCache:
             while self._entries and self._held + len(kept) > self.max_positions:
                 evicted = self._entries.pop(next(iter(self._entries)))
                 self._held -= len(evicted.positions)
-            self._entries[key] = SearchResult(stamp, kept)
+            self._entries[key] = SearchResult(stamp, total, kept)
             self._held += len(kept)
+
+    def results(self) -> list[SearchResult]:
+        """Every remembered result, oldest first."""
+        return list(self._entries.values())
 
     def clear(self) -> None:
         """Forget everything."""

@@ -18,6 +18,7 @@ import orjson
 import pytest
 from flask import Flask
 
+from registry.database import repository
 from registry.database.repository import SEARCHES
 from registry.database.search_text import fold_for_search
 from registry.loader.demo import write_demo_document
@@ -172,3 +173,31 @@ def test_remembered_searches_keep_each_generation_apart(
                 expected = matching_ids(document, term)
                 assert total == len(expected) and set(ids) == expected, query
     assert SEARCHES.held > 0  # the later pages came from remembered positions
+
+
+def test_pages_past_the_remembered_positions_stay_exact(
+    scale_client: tuple[str, CheckedClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search with more matches than are remembered: the pages beyond run the whole search,
+    the pages within read the positions, and every page agrees with the one total."""
+    conninfo, client = scale_client
+    monkeypatch.setattr(repository, "REMEMBERED", 30)
+    SEARCHES.clear()
+    document = demo(seed=9)
+    load_records(conninfo, document)
+    term = terms_of(document)[0]
+    expected = matching_ids(document, term)
+    assert len(expected) > 60  # the frequent word: several pages beyond the first 30
+    for _ in range(2):
+        ids: list[str] = []
+        page = 1
+        while True:
+            body = client.json(f"/registry/origins?search={quote(term)}&limit=20&page={page}")
+            assert body["page"]["total"] == len(expected)
+            ids.extend(origin["origin"]["id"] for origin in body["origins"])
+            if page * 20 >= len(expected):
+                break
+            page += 1
+        assert len(ids) == len(set(ids)) and set(ids) == expected
+    remembered = [entry for entry in SEARCHES.results() if entry.total == len(expected)]
+    assert remembered and len(remembered[0].positions) == 30
