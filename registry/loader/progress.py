@@ -44,8 +44,8 @@ class LoadProgress:
     def advance(self, amount: float = 1, step: str | None = None) -> None:
         """amount more units of the current phase are done; step names what runs next."""
 
-    def parsed(self, lines: int) -> None:
-        """The document reader's callback: lines read so far."""
+    def parsed(self, lines: int, position: int | None = None) -> None:
+        """The document reader's callback: lines read so far (and bytes, from parse workers)."""
 
     def close(self) -> None:
         """The command is over (done or failed): stop drawing."""
@@ -126,10 +126,12 @@ class TerminalProgress(LoadProgress):
             self._step = step
         self._refresh()
 
-    def parsed(self, lines: int) -> None:
+    def parsed(self, lines: int, position: int | None = None) -> None:
         """Lines read: the record count, and the bytes read when the size is known."""
         self._lines = lines
-        if self._position is not None and self._size is not None:
+        if position is not None and self._size is not None:
+            self._done = float(position)
+        elif self._position is not None and self._size is not None:
             self._done = float(self._position())
         else:
             self._done = float(lines)
