@@ -61,12 +61,12 @@ WHOLE_DOCUMENT_CHECKS: tuple[tuple[str | None, str], ...] = (
     (None, "load/report_unclassified_carriages"),
 )
 
-# "render" copies the assembled records out and starts rendering them (worker processes,
-# for a large graph) while the steps after it run; "origin_docs" waits for the render,
-# copies the rendered records in and indexes them.
+# "origin_sources" streams every origin's assembled record out to a file; "render" starts
+# rendering them (worker processes, for a large graph) while the steps after it run;
+# "origin_docs" waits for the render, copies the rendered records in and indexes them.
 READ_MODEL_STEPS = (
     "load/build_origin_rows",
-    "load/build_origin_sources",
+    "origin_sources",
     "render",
     "load/build_registry_summary",
     "load/build_filter_counts",
@@ -231,8 +231,10 @@ def _build_read_model(conn: psycopg.Connection, origins: int, progress: LoadProg
             if step == INDEX_STEPS[0]:
                 progress.phase("indexes", total=len(INDEX_STEPS))
             progress.advance(0, step=step.removeprefix("load/"))
-            if step == "render":
-                _start_render(conn, render)
+            if step == "origin_sources":
+                _copy_sources(conn, render)
+            elif step == "render":
+                render.start()
             elif step == "origin_docs":
                 _store_rendered(conn, render)
             elif step == "search_indexes":
@@ -258,8 +260,8 @@ def _add_search_indexes(conn: psycopg.Connection) -> bool:
         return False
 
 
-def _start_render(conn: psycopg.Connection, render: OriginRender) -> None:
-    """Copy every assembled record out to the render's file and start rendering them."""
+def _copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
+    """Stream every origin's assembled record, in position order, to the render's file."""
     with (
         open(render.source, "wb") as source,
         conn.cursor() as cur,
@@ -267,8 +269,6 @@ def _start_render(conn: psycopg.Connection, render: OriginRender) -> None:
     ):
         for chunk in copy:
             source.write(chunk)
-    conn.execute(QUERIES["load/drop_origin_sources"])
-    render.start()
 
 
 def _store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:

@@ -1,10 +1,10 @@
 """Serializing every origin once per load, with the same OriginSchema the API documents.
 
-The load assembles each origin's record in SQL (sql/load/build_origin_sources.sql); here it
+The load assembles each origin's record in SQL (sql/load/copy_origin_sources.sql); here it
 is dumped through OriginSchema and kept as JSON text in graph.origin_docs, so a request
 sends stored JSON instead of rebuilding it.
 
-The loader copies the assembled records out to a file (COPY text, in position order), and
+The loader streams the assembled records to a file (COPY text, in position order), and
 a large graph's file is cut at line boundaries into one piece per worker process
 (registry.loader.workers), each rendering its piece into a file of its own. The workers
 run while the loader's connection builds the rest of the read model; the loader then sends
