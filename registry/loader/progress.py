@@ -7,9 +7,10 @@ leaves the finished lines on screen.
 
 The phases of a load, in order: `parse` (the document read and checked line by line: records,
 bytes when the size is known), `copy` (the spooled rows sent with COPY: bytes), `check` (the
-whole-document rules: unique ids, references), `read model` (the rows and rendered documents
-every request reads), `indexes` (the read and search indexes) and `publish` (grants,
-statistics, the swap and the commit, then clearing out the replaced graph).
+whole-document rules: unique ids, references), `read model` (the rows and documents every
+request reads; the documents' render starts here and runs on in worker processes), `indexes`
+(the read and search indexes, then the rendered documents copied in and indexed) and
+`publish` (grants, statistics, the swap and the commit, then clearing out the replaced graph).
 """
 
 from __future__ import annotations
