@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from typing import Any
 import orjson
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from devtools.production_stack import Gunicorn, nginx_binary, start_gunicorn, start_nginx
 from registry.database.conninfo import resolve_database_url, with_database
@@ -112,13 +114,18 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("network", "network_id=<largest>", f"/registry/origins?network_id={network}"),
         ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
         ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
+        ("metrics", METRICS_LABEL, "/metrics"),
     ]  # fmt: skip
 
 
 ROW_KEYS = (
     "ceiling", "summary", "registry-summary", "first-page", "limit-200", "last-page", "flags",
-    "search", "search-mix", "network", "by-id", "by-address",
+    "search", "search-mix", "network", "by-id", "by-address", "metrics",
 )  # fmt: skip
+# A scrape is one request at a time (Prometheus never overlaps its own): that row runs at one
+# connection whatever --connections says, after every other row has filled the workers'
+# metric files, and reads as the time one scrape takes with every worker's series in them.
+METRICS_LABEL = "/metrics (one scraper)"
 MIX_TERMS = 200
 MIX_FREQUENT = 10
 MIX_NOTHING = 20
@@ -183,6 +190,8 @@ def write_mix_script(folder: Path, terms: list[str]) -> Path:
 
 _LATENCY = re.compile(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", re.M)
 _RATE = re.compile(r"^Requests/sec:\s+([\d.]+)", re.M)
+_REQUESTS = re.compile(r"^\s+(\d+) requests in ", re.M)
+_TICKS = os.sysconf("SC_CLK_TCK")
 _ERRORS = re.compile(r"Non-2xx or 3xx responses:\s+(\d+)|Socket errors: (.*)")
 
 
@@ -216,7 +225,7 @@ def run_wrk(
     output = subprocess.run(
         [
             "wrk",
-            "-t2",
+            f"-t{min(2, connections)}",  # wrk wants a connection per thread at least
             f"-c{connections}",
             f"-d{seconds}s",
             "--timeout",
@@ -234,13 +243,54 @@ def run_wrk(
     ).stdout
     latencies = {p: _milliseconds(v, u) for p, v, u in _LATENCY.findall(output)}
     rate = _RATE.search(output)
+    count = _REQUESTS.search(output)
     errors = [m.group(0) for m in _ERRORS.finditer(output)]
     return {
+        "requests": int(count.group(1)) if count else 0,
         "rps": float(rate.group(1)) if rate else 0.0,
         "p50": latencies.get("50"),
         "p99": latencies.get("99"),
         "errors": "; ".join(errors),
     }
+
+
+def _cpu_seconds(pid: int, children: bool = False) -> float:
+    """CPU time (user and system) of a process, and of its reaped children when asked."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    # After the name: state is field 3, so utime, stime, cutime, cstime are 14 to 17.
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / _TICKS
+
+
+def app_cpu_seconds(server: Gunicorn) -> float:
+    """CPU time of a gunicorn's workers so far: live ones, and those it has reaped
+    (max_requests recycles workers; their time moves into the master's children's time)."""
+    own = _cpu_seconds(server.process.pid)
+    total = _cpu_seconds(server.process.pid, children=True) - own
+    return total + sum(_cpu_seconds(pid) for pid in server.worker_pids())
+
+
+def database_cpu_seconds(database: str) -> float:
+    """CPU time so far of the PostgreSQL backends connected to this database (their process
+    title names it); a backend that exits between two readings takes its time with it."""
+    total = 0.0
+    needle = f" {database} ".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if title.startswith(b"postgres: ") and needle in title:
+            total += _cpu_seconds(int(entry.name))
+    return total
 
 
 def worker_rss_mb(server: Gunicorn) -> list[float]:
@@ -291,10 +341,17 @@ def measure(
     script: Path | None = None,
     warm_up: int = 2,
     headers: tuple[str, ...] = (),
+    cpu: dict[str, Callable[[], float]] | None = None,
 ) -> dict[str, Any]:
-    """A warm-up (2 s: every worker), then the measured run."""
+    """A warm-up (2 s: every worker), then the measured run, with the CPU time it cost each
+    process group of cpu (name -> reading of CPU seconds) per request, in ms."""
     run_wrk(url, token, warm_up, connections, script, headers)
-    return run_wrk(url, token, seconds, connections, script, headers)
+    before = {name: read() for name, read in (cpu or {}).items()}
+    result = run_wrk(url, token, seconds, connections, script, headers)
+    for name, read in (cpu or {}).items():
+        spent = read() - before[name]
+        result[f"{name}_ms"] = 1000 * spent / result["requests"] if result["requests"] else None
+    return result
 
 
 def export_run(url: str, token: str, accept: str, server: Gunicorn) -> dict[str, Any]:
@@ -365,6 +422,11 @@ def run_exports(server: Gunicorn, token: str, folder: Path) -> list[tuple[str, d
     return results
 
 
+def _ms(value: float | None) -> str:
+    """A figure in milliseconds for the table, or - when there is none."""
+    return "-" if value is None else f"{value:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(prog="python -m devtools.benchmark")
@@ -414,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     # Each row is measured right after a run of the ceiling at the same connections, and its
     # ratio is to that run: on a shared machine the rate moves by 2x within the hour, while
     # two runs a few seconds apart see the same machine.
-    rows: list[tuple[str, int, dict[str, Any], float]] = []
+    rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]] = []
     sweep: tuple[float, int] | None = None
     with tempfile.TemporaryDirectory() as folder:
         logs = Path(folder)
@@ -426,27 +488,40 @@ def main(argv: list[str] | None = None) -> int:
             ceiling.stop()
             raise
         try:
+            # CPU per request, measured beside each rate: the gunicorn workers' and, for the
+            # service, its PostgreSQL backends'. Unlike req/s it hardly moves with the
+            # machine's load, and it is what a capacity plan multiplies (docs/scaling.md).
+            database = str(conninfo_to_dict(conninfo)["dbname"])
+            ceiling_cpu = {"app": lambda: app_cpu_seconds(ceiling)}
+            service_cpu = {
+                "app": lambda: app_cpu_seconds(server),
+                "db": lambda: database_cpu_seconds(database),
+            }
             rss_before = worker_rss_mb(server)
             if not args.exports_only:
+                first = connection_counts[0]
                 for connections in connection_counts:
                     for key in keys:
-                        if key == "ceiling":
+                        if key == "ceiling" or (key == "metrics" and connections != first):
                             continue
+                        conns = 1 if key == "metrics" else connections
                         ceiling_result = measure(
-                            ceiling.base + "/", token, args.seconds, connections
+                            ceiling.base + "/", token, args.seconds, conns, cpu=ceiling_cpu
                         )
                         if key == "search-mix":
                             label = f"search mix ({len(terms)} terms)"
                             result = measure(
                                 server.base + "/registry/origins", token, args.seconds,
-                                connections, mix_script, warm_up=args.mix_warm_up,
+                                conns, mix_script, warm_up=args.mix_warm_up, cpu=service_cpu,
                             )  # fmt: skip
                         else:
                             label, path = singles[key]
-                            result = measure(server.base + path, token, args.seconds, connections)
-                        rows.append((label, connections, result, ceiling_result["rps"]))
+                            result = measure(
+                                server.base + path, token, args.seconds, conns, cpu=service_cpu
+                            )
+                        rows.append((label, conns, result, ceiling_result))
                         print(
-                            f"  {label:34} c={connections:<3} {result['rps']:9.1f} req/s "
+                            f"  {label:34} c={conns:<3} {result['rps']:9.1f} req/s "
                             f"(ceiling {ceiling_result['rps']:.0f})",
                             flush=True,
                         )
@@ -454,15 +529,16 @@ def main(argv: list[str] | None = None) -> int:
                             url = server.base + singles[key][1]
                             conditional = (f"If-None-Match: {current_etag(url, token)}",)
                             ceiling_result = measure(
-                                ceiling.base + "/", token, args.seconds, connections
+                                ceiling.base + "/", token, args.seconds, conns, cpu=ceiling_cpu
                             )
                             revalidated = measure(
-                                url, token, args.seconds, connections, headers=conditional
-                            )
+                                url, token, args.seconds, conns, headers=conditional,
+                                cpu=service_cpu,
+                            )  # fmt: skip
                             row = f"{label}: 304"
-                            rows.append((row, connections, revalidated, ceiling_result["rps"]))
+                            rows.append((row, conns, revalidated, ceiling_result))
                             print(
-                                f"  {row:34} c={connections:<3} {revalidated['rps']:9.1f} req/s "
+                                f"  {row:34} c={conns:<3} {revalidated['rps']:9.1f} req/s "
                                 f"(ceiling {ceiling_result['rps']:.0f})",
                                 flush=True,
                             )
@@ -485,15 +561,25 @@ def main(argv: list[str] | None = None) -> int:
     print("ratio: the URL's req/s over the ceiling's, measured just before it at the same")
     print("connections (a minimal Flask app answering a small JSON dict, same gunicorn.conf.py)")
     print()
-    print("| URL | conns | ratio | req/s | ceiling req/s | p50 ms | p99 ms | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
-    for label, connections, result, ceiling_rps in rows:
+    print("CPU ms/req: CPU time of the gunicorn workers (app) and of the PostgreSQL backends")
+    print("serving them (db) per request answered, and the ceiling's app figure; CPU ratio:")
+    print("the ceiling's CPU per request over the service's (app + db), which the machine's")
+    print("load hardly moves")
+    print()
+    print(
+        "| URL | conns | ratio | req/s | ceiling req/s | p50 ms | p99 ms "
+        "| app CPU ms/req | db CPU ms/req | ceiling CPU ms/req | CPU ratio | errors |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for label, connections, result, ceiling_result in rows:
+        ceiling_rps = ceiling_result["rps"]
         ratio = f"{result['rps'] / ceiling_rps:.2f}" if ceiling_rps else "-"
-        p50 = f"{result['p50']:.2f}" if result["p50"] is not None else "-"
-        p99 = f"{result['p99']:.2f}" if result["p99"] is not None else "-"
+        app, db, base = result.get("app_ms"), result.get("db_ms"), ceiling_result.get("app_ms")
+        cpu_ratio = f"{base / (app + db):.2f}" if app and db is not None and base else "-"
         print(
             f"| {label} | {connections} | {ratio} | {result['rps']:.0f} | {ceiling_rps:.0f} "
-            f"| {p50} | {p99} | {result['errors'] or 'none'} |"
+            f"| {_ms(result['p50'])} | {_ms(result['p99'])} | {_ms(app)} | {_ms(db)} "
+            f"| {_ms(base)} | {cpu_ratio} | {result['errors'] or 'none'} |"
         )
     print()
     if sweep is not None:

@@ -9,6 +9,7 @@ import psycopg
 
 from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
 from registry.database.queries import QUERIES
+from registry.database.search_cache import REMEMBERED, SearchCache
 from registry.database.search_text import fold_for_search
 
 _INTEGRATION_STATUS = "summary/get_integration_status"
@@ -19,6 +20,7 @@ _LIST_BY_NETWORK = "origins/list_origins_by_network"
 _LIST_IN_NETWORK = "origins/list_origins_in_network"
 _LIST_BY_STATION = "origins/list_origins_by_station"
 _SEARCH = "origins/search_origins"
+_BY_POSITIONS = "origins/get_origins_by_positions"
 _ORIGIN_BY_ID = "origins/get_origin_by_id"
 _ORIGIN_BY_ADDRESS = "origins/get_origin_by_address"
 _SCHEMA_STATE = QUERIES["meta/get_schema_state"]
@@ -29,6 +31,8 @@ GOVERNED, ALLOCATED, PUBLISHED, HELD = 1, 2, 4, 8
 TRANSPORT_SHIFT = 4
 ALL_COMBOS = range(256)
 _LIKE_ESCAPES = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
+# This process's memory of search matches, per generation (registry/database/search_cache.py).
+SEARCHES = SearchCache()
 
 
 def _stamped_value(
@@ -134,9 +138,9 @@ def list_origins(
         "offset": offset,
     }
     if "search" in filters:
-        query = _SEARCH
         params["pattern"] = like_pattern(filters["search"])
-    elif network_id is not None:
+        return _search(conn, params, schema)
+    if network_id is not None:
         query = _LIST_BY_NETWORK if station is not None else _LIST_IN_NETWORK
     elif station is not None:
         query = _LIST_BY_STATION
@@ -147,6 +151,47 @@ def list_origins(
     row = conn.execute(graph_statement(query, schema), params).fetchone()
     assert row is not None  # each of these queries returns exactly one row
     return row_stamp(row), (int(row[2]), row[3])
+
+
+def _search(
+    conn: psycopg.Connection, params: dict[str, Any], schema: str
+) -> tuple[Stamp, tuple[int, list[str]]]:
+    """A search page: from the remembered positions when the generation is still theirs.
+
+    One statement either way: the page's records by position (with, from the same snapshot,
+    the generation they were read from, which must be the one the positions came from), or,
+    the first time in a generation, the whole search, whose positions are kept for the next
+    pages. A common term's matches are counted once per process and generation, not per page.
+    """
+    combos = params["combos"]
+    info = conn.info
+    key = (
+        info.host,
+        info.port,
+        info.dbname,  # generation numbers are only unique within one database
+        params["pattern"],
+        params["network_id"],
+        params["station"],
+        None if combos is None else tuple(combos),
+    )
+    start, limit = params["offset"], params["limit"]
+    known = SEARCHES.get(key)
+    if known is not None and known.covers(start, limit):
+        page = list(known.positions[start : start + limit])
+        row = conn.execute(graph_statement(_BY_POSITIONS, schema), {"positions": page}).fetchone()
+        assert row is not None  # one graph_info row
+        stamp = row_stamp(row)
+        if stamp == known.stamp:
+            return stamp, (known.total, row[2])
+    row = conn.execute(
+        graph_statement(_SEARCH, schema), {**params, "remembered": REMEMBERED}
+    ).fetchone()
+    assert row is not None  # one graph_info row
+    stamp = row_stamp(row)
+    total = int(row[2])
+    if known is None or known.stamp != stamp:
+        SEARCHES.put(key, stamp, total, row[4])
+    return stamp, (total, row[3])
 
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:

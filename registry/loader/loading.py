@@ -2,9 +2,12 @@
 
 The document is streamed: each line is parsed and checked (registry.loader.document), its
 row spooled to a temporary file per table, and each file sent with COPY into a fresh schema,
-graph_next. PostgreSQL then checks what needs the whole document (unique ids, references,
-the catalog), the read model is built, and graph_next replaces the live graph in the same
-transaction. Readers keep answering from the old graph until the commit.
+graph_next. A large document is parsed by one worker process per core, each over its own
+piece of the file (registry.loader.parsing). PostgreSQL then checks what needs the whole
+document (unique ids, references, the catalog), the read model is built (its records
+rendered by worker processes while the connection builds the rest, registry.loader.rendering),
+and graph_next replaces the live graph in the same transaction. Readers keep answering from
+the old graph until the commit.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import io
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,9 +27,10 @@ from psycopg import errors, sql
 from registry.database.generations import schema_name
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.queries import QUERIES
-from registry.loader.document import TABLES, DocumentReader, Problem
+from registry.loader.document import TABLES, Problem
+from registry.loader.parsing import ParsedDocument, parse_document
 from registry.loader.progress import LoadProgress
-from registry.loader.rendering import render_stream
+from registry.loader.rendering import OriginRender
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
@@ -58,18 +61,22 @@ WHOLE_DOCUMENT_CHECKS: tuple[tuple[str | None, str], ...] = (
     (None, "load/report_unclassified_carriages"),
 )
 
+# "origin_sources" streams every origin's assembled record out to a file; "render" starts
+# rendering them (worker processes, for a large graph) while the steps after it run;
+# "origin_docs" waits for the render, copies the rendered records in and indexes them.
 READ_MODEL_STEPS = (
     "load/build_origin_rows",
-    "load/build_origin_sources",
+    "origin_sources",
     "render",
     "load/build_origin_csv",
     "load/build_registry_summary",
     "load/build_filter_counts",
     "load/add_read_indexes",
     "search_indexes",
+    "origin_docs",
 )
 # The read model's last steps, shown as a phase of their own by the progress display.
-INDEX_STEPS = ("load/add_read_indexes", "search_indexes")
+INDEX_STEPS = ("load/add_read_indexes", "search_indexes", "origin_docs")
 
 
 class LoadRejected(Exception):
@@ -128,36 +135,22 @@ def load_document(
     timings: dict[str, float] = {}
     progress = progress or LoadProgress()
     apply_migrations(conn)
-    spools = {kind: _spool() for kind in TABLES}
+    progress.phase("parse", unit="records")
+    parsed = parse_document(stream, progress, MAX_PROBLEMS)
     try:
-        reader = DocumentReader(spools, max_problems=MAX_PROBLEMS)
-        progress.phase("parse", unit="records")
-        reader.read(stream, progress.parsed)
-        progress.parsed(reader.lines)
         timings["parse"] = time.monotonic() - started
-        if reader.problem_count:
-            raise LoadRejected(reader.problems, reader.problem_count)
+        if parsed.problem_count:
+            raise LoadRejected(parsed.problems, parsed.problem_count)
         with conn.transaction():
             conn.execute(QUERIES["meta/lock_loads"])
             conn.execute(QUERIES["load/prepare_graph_next"])
             conn.execute(QUERIES["load/use_graph_next"])
             conn.execute(QUERIES["graph/create_tables"])
-            _copy_spools(conn, spools, progress)
+            _copy_spools(conn, parsed, progress)
             timings["copy"] = time.monotonic() - started
             _check_whole_document(conn, progress)
             timings["check"] = time.monotonic() - started
-            progress.phase("read model", total=len(READ_MODEL_STEPS) - len(INDEX_STEPS))
-            for step in READ_MODEL_STEPS:
-                if step == INDEX_STEPS[0]:
-                    progress.phase("indexes", total=len(INDEX_STEPS))
-                progress.advance(0, step=step.removeprefix("load/"))
-                if step == "render":
-                    _render_origin_docs(conn, reader.counts["origin"])
-                elif step == "search_indexes":
-                    _add_search_indexes(conn)
-                else:
-                    conn.execute(QUERIES[step])
-                progress.advance(1)
+            _build_read_model(conn, parsed.counts["origin"], progress)
             timings["read_model"] = time.monotonic() - started
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
@@ -166,25 +159,24 @@ def load_document(
                 {
                     "schema_version": SCHEMA_VERSION,
                     "format": GRAPH_FORMAT,
-                    "counts": orjson.dumps(reader.counts).decode(),
+                    "counts": orjson.dumps(parsed.counts).decode(),
                 },
             )
             _grant_readers(conn)
             conn.execute(QUERIES["load/analyze_graph_next"])
             progress.advance(1, step="swap and commit")
-            generation, committed_at = _record_generation(conn, reader.counts["origin"])
+            generation, committed_at = _record_generation(conn, parsed.counts["origin"])
             elapsed = time.monotonic() - started
             conn.execute(
                 QUERIES["meta/record_load"],
                 {
                     "schema_version": SCHEMA_VERSION,
                     "elapsed_ms": int(elapsed * 1000),
-                    "counts": orjson.dumps(reader.counts).decode(),
+                    "counts": orjson.dumps(parsed.counts).decode(),
                 },
             )
     finally:
-        for spool in spools.values():
-            spool.close()
+        parsed.close()
     progress.advance(1, step="drop retired generations")
     _drop_retired_generations(conn, keep_generations)
     _vacuum_graph(conn)
@@ -192,8 +184,8 @@ def load_document(
     progress.advance(1)
     timings["total"] = time.monotonic() - started
     return LoadResult(
-        reader.counts,
-        reader.lines,
+        parsed.counts,
+        parsed.lines,
         time.monotonic() - started,
         timings,
         generation=generation,
@@ -212,29 +204,45 @@ def ensure_graph(conn: psycopg.Connection) -> bool:
     return True
 
 
-def _spool() -> IO[str]:
-    """A temporary file for one table's COPY rows; it never holds the document in memory."""
-    return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
-
-
-def _copy_spools(
-    conn: psycopg.Connection, spools: dict[str, IO[str]], progress: LoadProgress
-) -> None:
-    """Send each table's spooled rows with COPY."""
-    progress.phase("copy", total=sum(spool.tell() for spool in spools.values()), unit="bytes")
+def _copy_spools(conn: psycopg.Connection, parsed: ParsedDocument, progress: LoadProgress) -> None:
+    """Send each table's spooled rows with COPY, piece after piece (so in document order)."""
+    total = sum(spool.tell() for spools in parsed.pieces for spool in spools.values())
+    progress.phase("copy", total=total, unit="bytes")
     with conn.cursor() as cur:
         for kind, (table, columns) in TABLES.items():
-            spool = spools[kind]
-            if spool.tell() == 0:
+            spools = [spools[kind] for spools in parsed.pieces if spools[kind].tell()]
+            if not spools:
                 continue
-            spool.seek(0)
             statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
                 sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
             )
             with cur.copy(statement) as copy:
-                while chunk := spool.read(1 << 20):
-                    copy.write(chunk)
-                    progress.advance(len(chunk), step=table)
+                for spool in spools:
+                    spool.seek(0)
+                    while chunk := spool.read(1 << 20):
+                        copy.write(chunk)
+                        progress.advance(len(chunk), step=table)
+
+
+def _build_read_model(conn: psycopg.Connection, origins: int, progress: LoadProgress) -> None:
+    """The read model's steps, the records rendered by worker processes beside the others."""
+    progress.phase("read model", total=len(READ_MODEL_STEPS) - len(INDEX_STEPS))
+    with OriginRender(origins) as render:
+        for step in READ_MODEL_STEPS:
+            if step == INDEX_STEPS[0]:
+                progress.phase("indexes", total=len(INDEX_STEPS))
+            progress.advance(0, step=step.removeprefix("load/"))
+            if step == "origin_sources":
+                _copy_sources(conn, render)
+            elif step == "render":
+                render.start()
+            elif step == "origin_docs":
+                _store_rendered(conn, render)
+            elif step == "search_indexes":
+                _add_search_indexes(conn)
+            else:
+                conn.execute(QUERIES[step])
+            progress.advance(1)
 
 
 def _add_search_indexes(conn: psycopg.Connection) -> bool:
@@ -253,17 +261,24 @@ def _add_search_indexes(conn: psycopg.Connection) -> bool:
         return False
 
 
-def _render_origin_docs(conn: psycopg.Connection, origins: int) -> None:
-    """Dump every assembled record through OriginSchema into origin_docs (see rendering.py)."""
-    with tempfile.TemporaryFile() as rendered, conn.cursor() as cur:
-        with cur.copy(QUERIES["load/copy_origin_sources"]) as source:
-            render_stream(source, rendered, origins)
-        conn.execute(QUERIES["load/create_origin_docs"])
-        rendered.seek(0)
-        with cur.copy(QUERIES["load/copy_origin_docs"]) as target:
-            while chunk := rendered.read(1 << 20):
-                target.write(chunk)
-        conn.execute(QUERIES["load/drop_origin_sources"])
+def _copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
+    """Stream every origin's assembled record, in position order, to the render's file."""
+    with (
+        open(render.source, "wb") as source,
+        conn.cursor() as cur,
+        cur.copy(QUERIES["load/copy_origin_sources"]) as copy,
+    ):
+        for chunk in copy:
+            source.write(chunk)
+
+
+def _store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:
+    """Copy the rendered records into origin_docs (in position order) and index them."""
+    conn.execute(QUERIES["load/create_origin_docs"])
+    with conn.cursor() as cur, cur.copy(QUERIES["load/copy_origin_docs"]) as target:
+        for block in render.rendered():
+            target.write(block)
+    conn.execute(QUERIES["load/add_origin_docs_key"])
 
 
 def _check_whole_document(conn: psycopg.Connection, progress: LoadProgress) -> None:

@@ -7,9 +7,10 @@ leaves the finished lines on screen.
 
 The phases of a load, in order: `parse` (the document read and checked line by line: records,
 bytes when the size is known), `copy` (the spooled rows sent with COPY: bytes), `check` (the
-whole-document rules: unique ids, references), `read model` (the rows and rendered documents
-every request reads), `indexes` (the read and search indexes) and `publish` (grants,
-statistics, the swap and the commit, then clearing out the replaced graph).
+whole-document rules: unique ids, references), `read model` (the rows and documents every
+request reads; the documents' render starts here and runs on in worker processes), `indexes`
+(the read and search indexes, then the rendered documents copied in and indexed) and
+`publish` (grants, statistics, the swap and the commit, then clearing out the replaced graph).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ class LoadProgress:
     def advance(self, amount: float = 1, step: str | None = None) -> None:
         """amount more units of the current phase are done; step names what runs next."""
 
-    def parsed(self, lines: int) -> None:
-        """The document reader's callback: lines read so far."""
+    def parsed(self, lines: int, position: int | None = None) -> None:
+        """The document reader's callback: lines read so far (and bytes, from parse workers)."""
 
     def close(self) -> None:
         """The command is over (done or failed): stop drawing."""
@@ -126,10 +127,12 @@ class TerminalProgress(LoadProgress):
             self._step = step
         self._refresh()
 
-    def parsed(self, lines: int) -> None:
+    def parsed(self, lines: int, position: int | None = None) -> None:
         """Lines read: the record count, and the bytes read when the size is known."""
         self._lines = lines
-        if self._position is not None and self._size is not None:
+        if position is not None and self._size is not None:
+            self._done = float(position)
+        elif self._position is not None and self._size is not None:
             self._done = float(self._position())
         else:
             self._done = float(lines)

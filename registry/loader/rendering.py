@@ -1,28 +1,34 @@
 """Serializing every origin once per load, with the same OriginSchema the API documents.
 
-The load assembles each origin's record in SQL (sql/load/build_origin_sources.sql); here it
+The load assembles each origin's record in SQL (sql/load/copy_origin_sources.sql); here it
 is dumped through OriginSchema and kept as JSON text in graph.origin_docs, so a request
-sends stored JSON instead of rebuilding it. Large graphs are rendered in worker processes.
+sends stored JSON instead of rebuilding it.
+
+The loader streams the assembled records to a file (COPY text, in position order), and
+a large graph's file is cut at line boundaries into one piece per worker process
+(registry.loader.workers), each rendering its piece into a file of its own. The workers
+run while the loader's connection builds the rest of the read model; the loader then sends
+the rendered pieces with COPY in order, so origin_docs is written in position order.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from collections import deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+import tempfile
+from collections.abc import Iterator
+from types import TracebackType
 from typing import IO
 
 import orjson
 
+from registry.loader.workers import WorkerProcesses, line_ranges, worker_count
 from schemas.origin import OriginSchema
 
 _ORIGIN = OriginSchema()
-# Below this many origins a worker pool costs more to start than it saves.
+# Below this many origins worker processes cost more to start than they save.
 PARALLEL_FROM = 50_000
 _CHUNK_LINES = 5_000
-Chunks = Iterable[bytes | bytearray | memoryview]
+_READ_BYTES = 1 << 20
 
 
 def render_lines(lines: list[bytes]) -> bytes:
@@ -40,12 +46,18 @@ def render_lines(lines: list[bytes]) -> bytes:
     return b"".join(out)
 
 
-def _line_chunks(chunks: Chunks) -> Iterator[list[bytes]]:
-    """Whole lines, a few thousand at a time, from arbitrary chunks of COPY output."""
+def _batches(file: IO[bytes], start: int, end: int) -> Iterator[list[bytes]]:
+    """The whole lines of [start, end) of file, a few thousand at a time."""
+    file.seek(start)
+    left = end - start
     pending = b""
     batch: list[bytes] = []
-    for chunk in chunks:
-        lines = (pending + bytes(chunk)).split(b"\n")
+    while left > 0:
+        block = file.read(min(_READ_BYTES, left))
+        if not block:
+            break
+        left -= len(block)
+        lines = (pending + block).split(b"\n")
         pending = lines.pop()
         batch.extend(line for line in lines if line)
         if len(batch) >= _CHUNK_LINES:
@@ -57,21 +69,63 @@ def _line_chunks(chunks: Chunks) -> Iterator[list[bytes]]:
         yield batch
 
 
-def render_stream(chunks: Chunks, out: IO[bytes], origins: int) -> None:
-    """Render COPY output chunks into out, in order, using every core for large graphs."""
-    batches = _line_chunks(chunks)
-    if origins < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
-        for batch in batches:
-            out.write(render_lines(batch))
-        return
-    # spawn, not fork: the loader holds an open database connection.
-    context = multiprocessing.get_context("spawn")
-    workers = os.cpu_count() or 2
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        in_flight: deque[Future[bytes]] = deque()
-        for batch in batches:
-            in_flight.append(pool.submit(render_lines, batch))
-            if len(in_flight) >= workers * 2:  # bounded: memory stays flat
-                out.write(in_flight.popleft().result())
-        while in_flight:
-            out.write(in_flight.popleft().result())
+def render_piece(source: str, start: int, end: int, target: str) -> int:
+    """Render [start, end) of the assembled records in source into target; the bytes written."""
+    written = 0
+    with open(source, "rb") as records, open(target, "wb") as out:
+        for batch in _batches(records, start, end):
+            written += out.write(render_lines(batch))
+    return written
+
+
+class OriginRender:
+    """Rendering of one load's assembled records: in worker processes, beside the loader.
+
+    The loader writes the assembled records to `source` (COPY text), calls start(), goes on
+    with its other steps, then reads rendered() to send the documents with COPY. Leaving the
+    `with` block ends the workers and deletes the files, whatever happened.
+    """
+
+    def __init__(self, origins: int, workers: int | None = None):
+        self._directory = tempfile.TemporaryDirectory(prefix="registry-render-")
+        self.source = os.path.join(self._directory.name, "sources.copy")
+        self._origins = origins
+        self._workers = worker_count() if workers is None else workers
+        self._processes = WorkerProcesses()
+        self._pieces: list[tuple[int, str]] = []
+
+    def __enter__(self) -> OriginRender:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._processes.close()
+        self._directory.cleanup()
+
+    def start(self) -> None:
+        """Start rendering the source file: a worker per piece for a large graph."""
+        if self._origins < PARALLEL_FROM or self._workers < 2:
+            return
+        size = os.path.getsize(self.source)
+        for number, (start, end) in enumerate(line_ranges(self.source, 0, size, self._workers)):
+            target = os.path.join(self._directory.name, f"rendered-{number}.copy")
+            self._pieces.append(
+                (self._processes.start(render_piece, self.source, start, end, target), target)
+            )
+
+    def rendered(self) -> Iterator[bytes]:
+        """The rendered records in position order, in blocks, each piece once it is done."""
+        if not self._pieces:  # a small graph: rendered here, now
+            target = os.path.join(self._directory.name, "rendered.copy")
+            render_piece(self.source, 0, os.path.getsize(self.source), target)
+            self._pieces.append((-1, target))
+        for number, target in self._pieces:
+            if number >= 0:
+                self._processes.result(number)
+            with open(target, "rb") as file:
+                while block := file.read(_READ_BYTES):
+                    yield block

@@ -1,7 +1,7 @@
--- Indexes of the read model, built after its tables are filled.
+-- Indexes of the read model, built after its tables are filled (origin_docs has its own,
+-- add_origin_docs_key.sql, built once the rendered records are in).
 ALTER TABLE origin_rows ADD PRIMARY KEY (pos);
 ALTER TABLE origin_rows ADD CONSTRAINT origin_rows_id_key UNIQUE (id);
-ALTER TABLE origin_docs ADD PRIMARY KEY (pos);
 ALTER TABLE origin_csv ADD PRIMARY KEY (pos);
 ALTER TABLE origin_search ADD PRIMARY KEY (pos);
 CREATE UNIQUE INDEX origin_rows_address_idx

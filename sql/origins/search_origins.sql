@@ -1,5 +1,7 @@
 -- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) whose folded name
--- or registry id contains the folded search term, with any other filters (null: not given).
+-- or registry id contains the folded search term, with any other filters (null: not given),
+-- and positions (the first `remembered` matches', in order), which the service keeps for the
+-- search's later pages in this generation (registry/database/search_cache.py).
 -- pattern is the term with LIKE's wildcards and escape escaped, between two percent signs,
 -- so it matches the term literally. It reads the narrow origin_search; where the server has
 -- pg_trgm the load builds trigram indexes there that serve the LIKE, elsewhere this is one
@@ -28,5 +30,6 @@ SELECT i.generation,
        (SELECT count(*) FROM matching) AS total,
        ARRAY(SELECT d.doc
              FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins
+             ORDER BY d.pos) AS origins,
+       ARRAY(SELECT pos FROM matching ORDER BY pos LIMIT %(remembered)s::integer) AS positions
 FROM {graph}.graph_info AS i;

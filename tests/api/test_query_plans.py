@@ -189,6 +189,9 @@ def listing_statement(graph: PlanGraph, args: dict[str, str], last: bool) -> tup
     _, (total, _) = repository.list_origins(graph.conn, filters, limit, offset)
     if last:
         offset = (max(1, -(-total // limit)) - 1) * limit
+    # A search's later pages come from its remembered matches (test_remembered_search_page):
+    # forget them, so this is the statement a first request sends.
+    repository.SEARCHES.clear()
     return statement_of(
         graph.conn, lambda: repository.list_origins(graph.conn, filters, limit, offset)
     )
@@ -205,6 +208,7 @@ ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
 NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
 NETWORK_ONLY = "origins/list_origins_in_network"
 SEARCH = "origins/search_origins"
+BY_POSITIONS = "origins/get_origins_by_positions"
 # Values in braces are filled from the loaded graph (PlanGraph.targets).
 LISTINGS = [
     pytest.param({}, False, ALL, id="all-first-page"),
@@ -289,6 +293,30 @@ def test_search_uses_trigram_indexes(plan_graph: PlanGraph, args: dict[str, str]
         assert_no_big_seq_scan(plan, SEARCH, params, tolerated=frozenset({"origin_search"}))
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param({"search": "news"}, id="news"),
+        pytest.param({"search": "news", "network_id": "{network_id}"}, id="news+network"),
+    ],
+)
+def test_remembered_search_page_reads_records_by_position(
+    plan_graph: PlanGraph, args: dict[str, str]
+) -> None:
+    """A search already run in this generation fetches its page by primary key, no scan."""
+    given = {name: [value.format(**plan_graph.targets)] for name, value in args.items()}
+    filters = parse_origin_list_query(given)
+    filters.pop("page"), filters.pop("limit")
+    repository.SEARCHES.clear()
+    first = repository.list_origins(plan_graph.conn, filters, 50, 0)
+    query, params = statement_of(
+        plan_graph.conn, lambda: repository.list_origins(plan_graph.conn, filters, 50, 50)
+    )
+    assert query == graph_statement(BY_POSITIONS)
+    assert first[1][0] == repository.list_origins(plan_graph.conn, filters, 50, 50)[1][0]
+    assert_no_big_seq_scan(explain(plan_graph.conn, query, params), BY_POSITIONS, params)
+
+
 EXPORT_PATHS = {
     "origins/export_all_origins": {},
     "origins/export_origins_by_flags": {"governance_state": "governed"},
@@ -366,7 +394,8 @@ def test_lookup_and_summary_use_indexes(
 def test_every_request_time_query_is_covered() -> None:
     """Each file under sql/origins and sql/summary is EXPLAINed above (or is an export's BEGIN
     and its one-row stamp)."""
-    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, *EXPORTS, *EXPORT_SETUP}
+    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
+    covered |= EXPORT_SETUP
     covered |= {param.values[0] for param in LOOKUPS}
     files = {
         f"{folder}/{name}"

@@ -18,6 +18,8 @@ import orjson
 import pytest
 from flask import Flask
 
+from registry.database import repository
+from registry.database.repository import SEARCHES
 from registry.database.search_text import fold_for_search
 from registry.loader.demo import write_demo_document
 from tests.api.api_support import CheckedClient, OpenApiConformance
@@ -144,3 +146,58 @@ def test_the_largest_network_pages_agree_with_its_total(
     )
     assert governed == len(governed_ids) == len(set(governed_ids))
     assert 0 < governed < size and set(governed_ids) < expected
+
+
+def test_remembered_searches_keep_each_generation_apart(
+    scale_client: tuple[str, CheckedClient],
+) -> None:
+    """A search remembered in one generation never answers a request for another one."""
+    conninfo, client = scale_client
+    SEARCHES.clear()
+    first, second = demo(seed=7), demo(seed=8)
+    load_records(conninfo, first)
+    load_records(conninfo, second)
+    terms = [t for t in terms_of(first) if matching_ids(first, t) != matching_ids(second, t)]
+    assert terms, "the two demo graphs should differ on some term"
+    latest = int(client.get("/registry/summary").headers["Registry-Generation"])
+    for term in terms:
+        # Remembered in the newest generation first, then asked pinned to the older one, then
+        # unpinned again: each answer is its own generation's, every page.
+        for query, document in (
+            (f"search={quote(term)}", second),
+            (f"search={quote(term)}&generation={latest - 1}", first),
+            (f"search={quote(term)}", second),
+        ):
+            for _ in range(2):
+                total, ids = every_page(client, query)
+                expected = matching_ids(document, term)
+                assert total == len(expected) and set(ids) == expected, query
+    assert SEARCHES.held > 0  # the later pages came from remembered positions
+
+
+def test_pages_past_the_remembered_positions_stay_exact(
+    scale_client: tuple[str, CheckedClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search with more matches than are remembered: the pages beyond run the whole search,
+    the pages within read the positions, and every page agrees with the one total."""
+    conninfo, client = scale_client
+    monkeypatch.setattr(repository, "REMEMBERED", 30)
+    SEARCHES.clear()
+    document = demo(seed=9)
+    load_records(conninfo, document)
+    term = terms_of(document)[0]
+    expected = matching_ids(document, term)
+    assert len(expected) > 60  # the frequent word: several pages beyond the first 30
+    for _ in range(2):
+        ids: list[str] = []
+        page = 1
+        while True:
+            body = client.json(f"/registry/origins?search={quote(term)}&limit=20&page={page}")
+            assert body["page"]["total"] == len(expected)
+            ids.extend(origin["origin"]["id"] for origin in body["origins"])
+            if page * 20 >= len(expected):
+                break
+            page += 1
+        assert len(ids) == len(set(ids)) and set(ids) == expected
+    remembered = [entry for entry in SEARCHES.results() if entry.total == len(expected)]
+    assert remembered and len(remembered[0].positions) == 30

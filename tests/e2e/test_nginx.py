@@ -289,11 +289,16 @@ def test_a_request_body_over_16_kb_is_a_json_413(stack: Stack):
     assert_json_error(answer, 413, "Content Too Large")
 
 
-def test_gunicorn_down_is_a_json_502(tmp_path: Path):
-    """Nothing listens upstream: nginx's own 502, as JSON."""
+def test_gunicorn_down_is_a_json_503_with_retry_after(tmp_path: Path):
+    """Nothing listens upstream: no host can answer, so the API's 503, as JSON, to retry."""
     proxy = start_nginx(tmp_path / "nginx", free_port())
     try:
-        assert_json_error(request(proxy.port, "/v1/summary"), 502, "Bad Gateway")
+        for path in ("/v1/summary", "/v1/registry/origins"):
+            answer = request(proxy.port, path)
+            assert_json_error(answer, 503, "Service Unavailable")
+            assert answer.header("Retry-After") == "2"
+            assert answer.header("Cache-Control") == "no-store"
+            assert answer.header("X-Request-ID")
     finally:
         proxy.stop()
 

@@ -91,7 +91,7 @@ def test_load_shows_every_phase_on_a_terminal(
     check = final_line(lines, "check")
     assert re.search(r"10 checks of 10 checks", check), check
     assert "6 steps of 6 steps" in final_line(lines, "read model")
-    assert "2 steps of 2 steps" in final_line(lines, "indexes")
+    assert "3 steps of 3 steps" in final_line(lines, "indexes")
     assert "3 steps of 3 steps" in final_line(lines, "publish")
     for phase in LOAD_PHASES:
         assert "left" in final_line(lines, phase)

@@ -1,2 +1,0 @@
--- The assembled records are no longer needed once rendered.
-DROP TABLE origin_sources;
