@@ -128,10 +128,16 @@ def test_a_dripping_source_is_cut_off_at_the_total_deadline(hostile):
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "until-close"])
 def test_a_source_sending_too_much_is_refused(hostile, declared: bool):
-    """A valid document padded to 4 MB: refused (with or without Content-Length), the rest
-    never read."""
+    """A valid document padded to 64 MB: refused (with or without Content-Length), the rest
+    never read.
+
+    "Never read" is seen from the server: it could not hand the whole document to the
+    kernel. So the padding must be more than loopback's socket buffers can hold between
+    them (Linux lets them grow to tcp_rmem's 32 MB plus tcp_wmem's 4 MB by default): with 4
+    MB, the buffers sometimes took all of it before the client hung up.
+    """
     document = jwks_document()
-    padded = document[:-1] + b', "pad": "' + b"x" * (4 << 20) + b'"}'
+    padded = document[:-1] + b', "pad": "' + b"x" * (64 << 20) + b'"}'
 
     def answer(conn: socket.socket, server: HostileServer) -> None:
         length = f"Content-Length: {len(padded)}\r\n" if declared else ""
