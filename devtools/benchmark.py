@@ -105,6 +105,7 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
     network = urllib.parse.quote(str(targets["network_id"]), safe="")
     return [
         ("summary", "/summary", "/summary"),
+        ("ceiling-query", CEILING_QUERY_LABEL, "/query"),
         ("registry-summary", "/registry/summary", "/registry/summary"),
         ("first-page", "origins (first page, limit 50)", "/registry/origins"),
         ("limit-200", "origins limit=200", "/registry/origins?limit=200"),
@@ -119,13 +120,16 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 ROW_KEYS = (
-    "ceiling", "summary", "registry-summary", "first-page", "limit-200", "last-page", "flags",
-    "search", "search-mix", "network", "by-id", "by-address", "metrics",
+    "ceiling", "ceiling-query", "summary", "registry-summary", "first-page", "limit-200",
+    "last-page", "flags", "search", "search-mix", "network", "by-id", "by-address", "metrics",
 )  # fmt: skip
 # A scrape is one request at a time (Prometheus never overlaps its own): that row runs at one
 # connection whatever --connections says, after every other row has filled the workers'
 # metric files, and reads as the time one scrape takes with every worker's series in them.
 METRICS_LABEL = "/metrics (one scraper)"
+# The ceiling app answering after one round trip to PostgreSQL (the statement a 304 runs):
+# the least any answer that asks the database once can cost, beside the ceiling itself.
+CEILING_QUERY_LABEL = "ceiling + one query"
 MIX_TERMS = 200
 MIX_FREQUENT = 10
 MIX_NOTHING = 20
@@ -513,6 +517,12 @@ def main(argv: list[str] | None = None) -> int:
                             result = measure(
                                 server.base + "/registry/origins", token, args.seconds,
                                 conns, mix_script, warm_up=args.mix_warm_up, cpu=service_cpu,
+                            )  # fmt: skip
+                        elif key == "ceiling-query":
+                            label, path = singles[key]
+                            result = measure(
+                                ceiling.base + path, token, args.seconds, conns,
+                                cpu={**ceiling_cpu, "db": service_cpu["db"]},
                             )  # fmt: skip
                         else:
                             label, path = singles[key]

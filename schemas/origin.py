@@ -157,6 +157,31 @@ class RenderedOrigin(fields.Nested):
         return super()._serialize(nested_obj, attr, obj, **kwargs)
 
 
+class RenderedRecords:
+    """Origins already serialized by OriginSchema, joined into one JSON array text.
+
+    A listing's statement joins its page's records in position order; the answer passes the
+    array through untouched, as RenderedOrigin does one record.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: str):
+        self.json = json
+
+
+class RenderedOrigins(fields.List):
+    """A list of Origin records: RenderedRecords passed through, anything else listed."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(RenderedOrigin(), **kwargs)
+
+    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if isinstance(value, RenderedRecords):
+            return orjson.Fragment(value.json)
+        return super()._serialize(value, attr, obj, **kwargs)
+
+
 class EnvelopeSchema(Schema):
     """What every successful response starts with."""
 
@@ -213,4 +238,4 @@ class OriginListSchema(EnvelopeSchema):
             "(has_presentations a boolean, station_id an integer); page and limit never"
         },
     )
-    origins = fields.List(RenderedOrigin(), required=True)
+    origins = RenderedOrigins(required=True)

@@ -14,7 +14,7 @@ from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database import repository
 from registry.database.generations import Stamp
 from schemas.export import parse_origin_export_query
-from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema
+from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema, RenderedRecords
 from schemas.params import (
     ADDRESS_FORMAT,
     FILTER_NAMES,
@@ -77,7 +77,7 @@ def list_origins() -> Response:
         early.vary.add("Accept")
         return early
     offset = (page - 1) * limit
-    stamp, (total, origins) = read(
+    stamp, found = read(
         generation,
         lambda conn, schema: repository.list_origins(conn, filters, limit, offset, schema),
     )
@@ -88,13 +88,13 @@ def list_origins() -> Response:
             "page": page,
             "limit": limit,
             "offset": offset,
-            "returned": len(origins),
-            "total": total,
+            "returned": found.returned,
+            "total": found.total,
         },
         "filters_applied": filters,
-        "origins": origins,
+        "origins": RenderedRecords(found.records),
     }
-    links = _page_links(filters, page, limit, total, stamp.generation)
+    links = _page_links(filters, page, limit, found.total, stamp.generation)
     response = stamped(json_response(ORIGIN_LIST.dump(body), headers={"Link": links}), stamp)
     response.vary.add("Accept")
     return response
@@ -164,14 +164,16 @@ def _page_links(filters: dict[str, Any], page: int, limit: int, total: int, gene
     """
     last = max(1, -(-total // limit))
     base = request.script_root + request.path
-    kept = [(name, _query_value(filters[name])) for name in FILTER_NAMES if name in filters]
+    # The filters are encoded once; page, limit and generation are plain integers.
+    kept = urlencode(
+        [(name, _query_value(filters[name])) for name in FILTER_NAMES if name in filters]
+    )
+    prefix = f"<{base}?{kept}&page=" if kept else f"<{base}?page="
+    tail = f"&limit={limit}&generation={generation}>; rel="
 
     def link(target: int, rel: str) -> str:
         """One link-value to page target."""
-        query = urlencode(
-            [*kept, ("page", str(target)), ("limit", str(limit)), ("generation", str(generation))]
-        )
-        return f'<{base}?{query}>; rel="{rel}"'
+        return f'{prefix}{target}{tail}"{rel}"'
 
     links = [link(1, "first")]
     if page > 1:

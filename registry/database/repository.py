@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -33,6 +34,17 @@ ALL_COMBOS = range(256)
 _LIKE_ESCAPES = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
 # This process's memory of search matches, per generation (registry/database/search_cache.py).
 SEARCHES = SearchCache()
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing: the total matching, how many are on the page, and the page's
+    records as one JSON array text, joined by the statement in position order, which the
+    answer passes through as it is (no array to parse, no record to re-encode)."""
+
+    total: int
+    returned: int
+    records: str
 
 
 def _stamped_value(
@@ -121,8 +133,8 @@ def list_origins(
     limit: int,
     offset: int,
     schema: str = LIVE_SCHEMA,
-) -> tuple[Stamp, tuple[int, list[str]]]:
-    """(stamp, (total matching, one page of records as JSON text)) for the parsed filters.
+) -> tuple[Stamp, Page]:
+    """(stamp, page) for the parsed filters.
 
     Each access path is its own SQL file, so every statement has a plan that fits it; each
     returns the generation, the total and the page from one statement, hence one snapshot.
@@ -150,12 +162,10 @@ def list_origins(
         query = _LIST_ALL
     row = conn.execute(graph_statement(query, schema), params).fetchone()
     assert row is not None  # each of these queries returns exactly one row
-    return row_stamp(row), (int(row[2]), row[3])
+    return row_stamp(row), Page(int(row[2]), int(row[3]), row[4])
 
 
-def _search(
-    conn: psycopg.Connection, params: dict[str, Any], schema: str
-) -> tuple[Stamp, tuple[int, list[str]]]:
+def _search(conn: psycopg.Connection, params: dict[str, Any], schema: str) -> tuple[Stamp, Page]:
     """A search page: from the remembered positions when the generation is still theirs.
 
     One statement either way: the page's records by position (with, from the same snapshot,
@@ -182,7 +192,7 @@ def _search(
         assert row is not None  # one graph_info row
         stamp = row_stamp(row)
         if stamp == known.stamp:
-            return stamp, (known.total, row[2])
+            return stamp, Page(known.total, int(row[2]), row[3])
     row = conn.execute(
         graph_statement(_SEARCH, schema), {**params, "remembered": REMEMBERED}
     ).fetchone()
@@ -190,8 +200,8 @@ def _search(
     stamp = row_stamp(row)
     total = int(row[2])
     if known is None or known.stamp != stamp:
-        SEARCHES.put(key, stamp, total, row[4])
-    return stamp, (total, row[3])
+        SEARCHES.put(key, stamp, total, row[5])
+    return stamp, Page(total, int(row[3]), row[4])
 
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:

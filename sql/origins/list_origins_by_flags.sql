@@ -1,4 +1,5 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) for filters on
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- returned and records (the page's records, one JSON array text in position order), for filters on
 -- governance, allocation, publication, transport and presentations only. Those filters are
 -- a set of flag combinations (combos); the total is summed from combo_counts, and the page
 -- scan starts in the block of 4096 positions that holds the first origin of the page
@@ -29,7 +30,10 @@ SELECT i.generation,
        i.committed_at,
        (SELECT coalesce(sum(n), 0) FROM {graph}.combo_counts
         WHERE combo = ANY (%(combos)s::smallint[]))::bigint AS total,
-       ARRAY(SELECT d.doc
-             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins
-FROM {graph}.graph_info AS i;
+       p.returned,
+       p.records
+FROM {graph}.graph_info AS i,
+     LATERAL (SELECT count(*) AS returned,
+                     '[' || coalesce(string_agg(d.doc, ',' ORDER BY d.pos), '') || ']'
+                         AS records
+              FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos) AS p;

@@ -1,4 +1,5 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) allocated to one
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- returned and records (the page's records, one JSON array text in position order), allocated to one
 -- station, optionally narrowed by flag combinations (combos null: any). One index-only pass
 -- over origin_rows_station_idx (address_station, pos) INCLUDE (combo).
 WITH matching AS MATERIALIZED (
@@ -12,7 +13,10 @@ WITH matching AS MATERIALIZED (
 SELECT i.generation,
        i.committed_at,
        (SELECT count(*) FROM matching) AS total,
-       ARRAY(SELECT d.doc
-             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins
-FROM {graph}.graph_info AS i;
+       p.returned,
+       p.records
+FROM {graph}.graph_info AS i,
+     LATERAL (SELECT count(*) AS returned,
+                     '[' || coalesce(string_agg(d.doc, ',' ORDER BY d.pos), '') || ']'
+                         AS records
+              FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos) AS p;

@@ -1,4 +1,5 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total and origins (one page of records as JSON text) whose folded name
+-- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- returned and records (the page's records, one JSON array text in position order), whose folded name
 -- or registry id contains the folded search term, with any other filters (null: not given),
 -- and positions (the first `remembered` matches', in order), which the service keeps for the
 -- search's later pages in this generation (registry/database/search_cache.py).
@@ -28,8 +29,11 @@ WITH matching AS MATERIALIZED (
 SELECT i.generation,
        i.committed_at,
        (SELECT count(*) FROM matching) AS total,
-       ARRAY(SELECT d.doc
-             FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos
-             ORDER BY d.pos) AS origins,
+       p.returned,
+       p.records,
        ARRAY(SELECT pos FROM matching ORDER BY pos LIMIT %(remembered)s::integer) AS positions
-FROM {graph}.graph_info AS i;
+FROM {graph}.graph_info AS i,
+     LATERAL (SELECT count(*) AS returned,
+                     '[' || coalesce(string_agg(d.doc, ',' ORDER BY d.pos), '') || ']'
+                         AS records
+              FROM page JOIN {graph}.origin_docs AS d ON d.pos = page.pos) AS p;

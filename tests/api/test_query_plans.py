@@ -114,8 +114,8 @@ def _targets(conn: RecordingConnection) -> dict[str, str]:
     row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
     origin_id, address, network_id = row[0], row[1], row[2]
     # A station that the largest network's origins actually hold, for network+station.
-    _, (_, page) = repository.list_origins(conn, {"network_id": network_id}, 200, 0)
-    held = [orjson.loads(doc)["bans"] for doc in page]
+    _, page = repository.list_origins(conn, {"network_id": network_id}, 200, 0)
+    held = [record["bans"] for record in orjson.loads(page.records)]
     network_station = next(bans["station"] for bans in held if bans["allocated"])
     return {
         "origin_uuid": origin_id.removeprefix("svc:origin:"),
@@ -186,7 +186,7 @@ def listing_statement(graph: PlanGraph, args: dict[str, str], last: bool) -> tup
     page, limit = filters.pop("page"), filters.pop("limit")
     # The page and offset arithmetic of GET /registry/origins.
     offset = (page - 1) * limit
-    _, (total, _) = repository.list_origins(graph.conn, filters, limit, offset)
+    total = repository.list_origins(graph.conn, filters, limit, offset)[1].total
     if last:
         offset = (max(1, -(-total // limit)) - 1) * limit
     # A search's later pages come from its remembered matches (test_remembered_search_page):
@@ -313,7 +313,7 @@ def test_remembered_search_page_reads_records_by_position(
         plan_graph.conn, lambda: repository.list_origins(plan_graph.conn, filters, 50, 50)
     )
     assert query == graph_statement(BY_POSITIONS)
-    assert first[1][0] == repository.list_origins(plan_graph.conn, filters, 50, 50)[1][0]
+    assert first[1].total == repository.list_origins(plan_graph.conn, filters, 50, 50)[1].total
     assert_no_big_seq_scan(explain(plan_graph.conn, query, params), BY_POSITIONS, params)
 
 

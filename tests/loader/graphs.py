@@ -113,11 +113,11 @@ def load(conninfo: str, payload: bytes) -> LoadResult:
 def graph_state(conninfo: str) -> dict[str, Any]:
     """What readers see of the live graph, and traces of any load committed since."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        _, (total, origins) = repository.list_origins(conn, {}, limit=1000, offset=0)
+        _, page = repository.list_origins(conn, {}, limit=1000, offset=0)
         return {
             "origin_rows": conn.execute("SELECT count(*) FROM graph.origin_rows").fetchone(),
-            "total": total,
-            "origins": [orjson.loads(origin) for origin in origins],
+            "total": page.total,
+            "origins": orjson.loads(page.records),
             "summary": repository.get_registry_summary(conn)[1],
             "integration_status": repository.get_integration_status(conn)[1],
             "generation": conn.execute("SELECT generation FROM graph.graph_info").fetchone(),
