@@ -176,7 +176,7 @@ class RenderedOrigins(fields.List):
     def __init__(self, **kwargs: Any):
         super().__init__(RenderedOrigin(), **kwargs)
 
-    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:
         if isinstance(value, RenderedRecords):
             return orjson.Fragment(value.json)
         return super()._serialize(value, attr, obj, **kwargs)
