@@ -31,8 +31,13 @@ threads = int(os.environ.get("REGISTRY_THREADS", "1"))
 timeout = int(os.environ.get("REGISTRY_GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 keepalive = 5
-max_requests = 20000
-max_requests_jitter = 2000
+# A worker is replaced after this many requests, a guard against slow leaks. Each replacement
+# also loses what the worker learnt (its search memory, verified tokens, pooled connection
+# and prepared statements), which costs most after a load: at 20,000 a busy 2-core host
+# replaced every worker about every 100 s. Workers' memory is flat under the benchmarks
+# (docs/performance.md: 57 to 65 MB), so the guard can be rare: about an hour at 150 req/s.
+max_requests = 500000
+max_requests_jitter = 50000
 limit_request_line = 8190
 limit_request_fields = 100
 # nginx sends SCRIPT_NAME (the /v1 prefix) and X-Forwarded-*; only these peers are trusted.

@@ -309,6 +309,8 @@ class DatabaseCpu:
                 title = (entry / "cmdline").read_bytes()
                 if not (title.startswith(b"postgres: ") and self._needle in title):
                     continue
+                if title.startswith(b"postgres: autovacuum"):
+                    continue  # the server's own upkeep after a load, not the requests'
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
