@@ -162,6 +162,7 @@ def _transports(value: Any) -> str:
 
 _optional_text = _optional(_text)
 _optional_id = _optional(_at_most(MAX_ID_LENGTH, _string))
+_optional_nonempty_id = _optional(_id)
 _int32 = _integer_between(0, INT32_MAX)
 _optional_int64 = _optional(_integer_between(INT64_MIN, INT64_MAX))
 _optional_origin_id = _optional(_origin_id)
@@ -173,7 +174,7 @@ RECORD_FIELDS: dict[str, tuple[tuple[str, Callable[[Any], Any], bool], ...]] = {
     "origin": (
         ("id", _origin_id, True),
         ("name", _text, True),
-        ("network_id", _optional(_id), True),
+        ("network_id", _optional_nonempty_id, True),
         ("registry_id", _optional_id, True),
         ("reviewed", _boolean, True),
     ),
@@ -269,6 +270,61 @@ _ALLOWED_FIELDS = {
 }
 
 
+# --- the common case, written out per record type ------------------------------------------
+
+# Conditions under which a rule returns its value unchanged; a value that meets none of them
+# is handed to the rule itself, which returns or raises exactly as in the general path.
+_STR = 'type(v) is str and "\\x00" not in v'
+_PASSES = {
+    _id: f"{_STR} and 0 < len(v) <= {MAX_ID_LENGTH}",
+    _text: f"{_STR} and len(v) <= {MAX_TEXT_LENGTH}",
+    _optional_text: f"v is None or ({_STR} and len(v) <= {MAX_TEXT_LENGTH})",
+    _optional_id: f"v is None or ({_STR} and len(v) <= {MAX_ID_LENGTH})",
+    _optional_nonempty_id: f"v is None or ({_STR} and 0 < len(v) <= {MAX_ID_LENGTH})",
+    _boolean: "v is True or v is False",
+    _int32: f"type(v) is int and 0 <= v <= {INT32_MAX}",
+}
+
+
+def _compile_fields(
+    kind: str, fields: tuple[tuple[str, Callable[[Any], Any], bool], ...]
+) -> Callable[[dict[str, Any]], list[Any] | None]:
+    """The checked values of a record of this type that has every field and breaks no rule,
+    as check_record's general path gives them; None for any other record (which then takes
+    the general path, so its problems are reported exactly as before).
+
+    Most of a document's lines are such records; this skips the general path's per-field
+    bookkeeping and, where a value has the plain shape its rule accepts unchanged, the call.
+    """
+    names: dict[str, Any] = {"FieldError": FieldError}
+    lines = [
+        "def check(record):",
+        f"    if len(record) != {len(fields) + 1}:",  # every field and `type`, nothing else
+        "        return None",
+        "    try:",
+    ]
+    for number, (name, rule, _required) in enumerate(fields):
+        names[f"rule{number}"] = rule
+        lines.append(f"        v = record[{name!r}]")
+        passes = _PASSES.get(rule)
+        if passes is None:
+            lines.append(f"        a{number} = rule{number}(v)")
+        else:
+            lines.append(f"        a{number} = v if {passes} else rule{number}(v)")
+    lines += [
+        "    except (KeyError, FieldError):",
+        "        return None",
+        "    return [" + ", ".join(f"a{number}" for number in range(len(fields))) + "]",
+    ]
+    exec("\n".join(lines), names)  # code written here from RECORD_FIELDS
+    check: Callable[[dict[str, Any]], list[Any] | None] = names["check"]
+    check.__name__ = f"check_{kind}"
+    return check
+
+
+_COMMON_CASE = {kind: _compile_fields(kind, fields) for kind, fields in RECORD_FIELDS.items()}
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -317,24 +373,26 @@ def check_record(line: int, record: Any) -> tuple[str, list[Any]] | list[Problem
         known = ", ".join(RECORD_FIELDS)
         return [Problem(line, "type", f"unknown record type {_quote(kind)} (known: {known})")]
     problems: list[Problem] = []
-    values: list[Any] = []
-    for name, rule, required in fields:
-        if name not in record:
-            if required:
-                problems.append(Problem(line, name, "is required"))
-            values.append(None)
-            continue
-        try:
-            values.append(rule(record[name]))
-        except FieldError as error:
-            problems.append(Problem(line, name, str(error)))
-            values.append(None)
-    allowed = _ALLOWED_FIELDS[kind]
-    for name in record:
-        if name not in allowed:
-            problems.append(Problem(line, name, f"unknown field for a {kind} record"))
-    if problems:
-        return problems
+    values = _COMMON_CASE[kind](record)
+    if values is None:
+        values = []
+        for name, rule, required in fields:
+            if name not in record:
+                if required:
+                    problems.append(Problem(line, name, "is required"))
+                values.append(None)
+                continue
+            try:
+                values.append(rule(record[name]))
+            except FieldError as error:
+                problems.append(Problem(line, name, str(error)))
+                values.append(None)
+        allowed = _ALLOWED_FIELDS[kind]
+        for name in record:
+            if name not in allowed:
+                problems.append(Problem(line, name, f"unknown field for a {kind} record"))
+        if problems:
+            return problems
     if kind == "allocation":
         problems = _check_allocation(line, values)
     elif kind == "carriage" and values[5] is not None and values[1] is None:
