@@ -361,6 +361,130 @@ def copy_field(value: Any) -> str:
     return str(value)
 
 
+# --- the common line, written out per record type -----------------------------------------
+
+# A text value COPY takes as it is: no character it escapes (backslash, tab, newline,
+# carriage return) and no NUL, which isprintable rules out with every other control
+# character. A rarer value (a name with a no-break space, say) takes the general path.
+_PLAIN = "v.isprintable() and BACKSLASH not in v"
+# For each rule: the condition under which a value passes it unchanged as a plain text, or
+# the COPY text of another value it accepts; (condition, text) pairs tried in order.
+_PLAIN_TEXT: dict[Callable[[Any], Any], tuple[tuple[str, str], ...]] = {
+    _id: ((f"type(v) is str and 0 < len(v) <= {MAX_ID_LENGTH} and {_PLAIN}", "v"),),
+    _text: ((f"type(v) is str and len(v) <= {MAX_TEXT_LENGTH} and {_PLAIN}", "v"),),
+    _optional_text: (
+        ("v is None", "None"),
+        (f"type(v) is str and len(v) <= {MAX_TEXT_LENGTH} and {_PLAIN}", "v"),
+    ),
+    _optional_id: (
+        ("v is None", "None"),
+        (f"type(v) is str and len(v) <= {MAX_ID_LENGTH} and {_PLAIN}", "v"),
+    ),
+    _optional_nonempty_id: (
+        ("v is None", "None"),
+        (f"type(v) is str and 0 < len(v) <= {MAX_ID_LENGTH} and {_PLAIN}", "v"),
+    ),
+    _boolean: (("v is True", "'t'"), ("v is False", "'f'")),
+    _int32: ((f"type(v) is int and 0 <= v <= {INT32_MAX}", "str(v)"),),
+    # ORIGIN_ID matches only 47 ASCII characters of uuid and prefix: no escape, no NUL.
+    _origin_id: (("type(v) is str and (m := ORIGIN_ID.match(v)) is not None", "m[1].lower()"),),
+    _optional_origin_id: (
+        ("v is None", "None"),
+        ("type(v) is str and (m := ORIGIN_ID.match(v)) is not None", "m[1].lower()"),
+    ),
+}
+# Enumerations and date-times: checked by their rule, whose results are plain texts.
+_CHECKED_TEXT = frozenset(
+    (
+        RECORD_FIELDS["allocation"][4][1],  # publication_status
+        RECORD_FIELDS["allocation"][5][1],  # held_at
+        RECORD_FIELDS["carriage"][1][1],  # transport
+    )
+)
+# The rules check_record applies across fields, as conditions that reject a line (on the raw
+# values v<n> of the record's fields), and the extra columns of a type (on the texts t<n>).
+_CROSS_FIELD = {
+    "allocation": '(v4 == "held") != (v5 is not None)',
+    "carriage": "v5 is not None and v1 is None",
+}
+_EXTRA_COLUMNS = {"origin": ("fold(t1)", "None if v3 is None else fold(t3)")}
+# The single records (catalog, feed) are rare and keep the general path.
+_LINE_TYPES = ("network", "origin", "governance_edge", "allocation", "carriage")
+
+
+def _compile_line(
+    kind: str, fields: tuple[tuple[str, Callable[[Any], Any], bool], ...]
+) -> Callable[[bytes, dict[str, Any]], str | None]:
+    """The COPY text of a line whose record of this type has every field, breaks no rule,
+    repeats no key and holds only values COPY takes as they are; None for any other line.
+
+    Such a line's text is exactly what read_line's general path writes (before the source
+    line): the repeated-key check, check_record and copy_field in one straight-line function.
+    A None sends the line down that general path, which finds and reports its problems.
+    """
+    names: dict[str, Any] = {
+        "ORIGIN_ID": ORIGIN_ID,
+        "FieldError": FieldError,
+        "BACKSLASH": "\\",
+        "TAB": "\t",
+        "NULL": copy_field(None),
+    }
+    # Every key of the line and the type's own value are one pair of quotes each.
+    lines = [
+        "def line(raw, record):",
+        f"    if len(record) != {len(fields) + 1}:",
+        "        return None",
+        f"    quotes = {2 * (len(fields) + 1) + 2}",
+        "    try:",
+    ]
+    for number, (name, rule, _required) in enumerate(fields):
+        lines.append(f"        v{number} = v = record[{name!r}]")
+        if rule in _CHECKED_TEXT:
+            names[f"rule{number}"] = rule
+            lines += [
+                "        if v is None:",
+                f"            t{number} = None",
+                "        else:",
+                f"            t{number} = rule{number}(v)",
+                "            quotes += 2",
+            ]
+            continue
+        branches = _PLAIN_TEXT[rule]  # a rule of these record types without one: KeyError
+        for index, (condition, text) in enumerate(branches):
+            lines.append(f"        {'if' if index == 0 else 'elif'} {condition}:")
+            lines.append(f"            t{number} = {text}")
+            if text in ("v", "m[1].lower()"):
+                lines.append("            quotes += 2")
+        lines += ["        else:", "            return None"]
+    lines += ["    except (KeyError, FieldError):", "        return None"]
+    if kind in _CROSS_FIELD:
+        lines += [f"    if {_CROSS_FIELD[kind]}:", "        return None"]
+    columns = [f"t{number}" for number in range(len(fields))]
+    for index, extra in enumerate(_EXTRA_COLUMNS.get(kind, ())):
+        names["fold"] = fold_for_search
+        lines += [
+            f"    x{index} = {extra}",
+            f"    if x{index} is not None and not (x{index}.isprintable()"
+            f" and BACKSLASH not in x{index}):",
+            "        return None",
+        ]
+        columns.append(f"x{index}")
+    lines += [
+        "    if raw.count(b'\"') != quotes:",  # a repeated key, an escaped quote: general path
+        "        return None",
+        "    return TAB.join(["
+        + ", ".join(f"NULL if {c} is None else {c}" for c in columns)
+        + "])",
+    ]
+    exec("\n".join(lines), names)  # code written here from RECORD_FIELDS
+    line: Callable[[bytes, dict[str, Any]], str | None] = names["line"]
+    line.__name__ = f"line_{kind}"
+    return line
+
+
+_COMMON_LINE = {kind: _compile_line(kind, RECORD_FIELDS[kind]) for kind in _LINE_TYPES}
+
+
 def check_record(line: int, record: Any) -> tuple[str, list[Any]] | list[Problem]:
     """Check one parsed record: (type, column values) when it is good, else its problems."""
     if not isinstance(record, dict):
@@ -441,16 +565,22 @@ class DocumentReader:
     def read_line(self, line: int, raw: bytes) -> None:
         """Parse, check and spool one line of the document."""
         self.lines = line
-        if not raw.strip():
-            self.add_problems(
-                [Problem(line, "record", "empty line; every line must hold a record")]
-            )
-            return
         try:
             record = orjson.loads(raw)
-        except orjson.JSONDecodeError as error:
-            self.add_problems([Problem(line, "record", f"invalid JSON: {error.msg}")])
+        except orjson.JSONDecodeError as error:  # a blank line is not JSON either
+            if not raw.strip():
+                message = "empty line; every line must hold a record"
+            else:
+                message = f"invalid JSON: {error.msg}"
+            self.add_problems([Problem(line, "record", message)])
             return
+        if type(record) is dict and type(kind := record.get("type")) is str:
+            common = _COMMON_LINE.get(kind)
+            text = None if common is None else common(raw, record)
+            if text is not None:
+                self.counts[kind] += 1
+                self.spools[kind].write(f"{text}\t{line}\n")
+                return
         repeated = _repeated_key(raw, record)
         if repeated is not None:
             self.add_problems([Problem(line, repeated, "given more than once in the record")])

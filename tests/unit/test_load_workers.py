@@ -13,7 +13,10 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from registry.loader import parsing
 from registry.loader.demo import write_demo_document
 from registry.loader.document import MAX_LINE_BYTES, TABLES
 from registry.loader.loading import MAX_PROBLEMS, LoadRejected
@@ -201,6 +204,41 @@ def test_line_ranges_cut_after_newlines(tmp_path: Path):
         assert all(end == start for (_, end), (start, _) in itertools.pairwise(ranges))
         assert all(path.read_bytes()[start - 1 : start] == b"\n" for start, _ in ranges[1:])
         assert len(ranges) <= min(parts, 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=12), max_size=30),
+    st.integers(min_value=1, max_value=16),
+    st.lists(st.integers(min_value=1, max_value=20) | st.just(-1), min_size=1, max_size=8),
+)
+def test_a_piece_reads_the_lines_its_range_holds(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[bytes],
+    block: int,
+    sizes: list[int],
+) -> None:
+    """Read out of blocks (here of 1 to 16 bytes, so lines run across them), a piece gives the
+    lines of its range, each cut at the size asked for, as the file's own readline does."""
+    content = b"\n".join(lines)
+    path = tmp_path_factory.mktemp("piece") / "doc"
+    path.write_bytes(b"#" * 3 + content + b"tail")
+    start, end = 3, 3 + len(content)
+    with open(path, "rb") as file, open(path, "rb") as expected:
+        piece = parsing._Piece(file, start, end)
+        piece.BLOCK = block
+        expected.seek(start)
+        read = []
+        for size in itertools.cycle(sizes):
+            left = end - expected.tell()
+            want = expected.readline(left if size < 0 else min(size, left)) if left > 0 else b""
+            got = piece.readline(size)
+            assert got == want
+            assert piece.position == expected.tell()
+            read.append(got)
+            if not got:
+                break
+    assert b"".join(read) == content
 
 
 def test_a_failing_worker_ends_the_load():
