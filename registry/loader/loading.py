@@ -61,7 +61,7 @@ WHOLE_DOCUMENT_CHECKS: tuple[tuple[str | None, str], ...] = (
     (None, "load/report_unclassified_carriages"),
 )
 
-# "origin_sources" streams every origin's assembled record out to a file; "render" starts
+# "origin_sources" streams every origin's fields and presentations out to files; "render" starts
 # rendering them (worker processes, for a large graph) while the steps after it run;
 # "origin_docs" waits for the render, copies the rendered records in and indexes them.
 READ_MODEL_STEPS = (
@@ -262,14 +262,15 @@ def _add_search_indexes(conn: psycopg.Connection) -> bool:
 
 
 def _copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
-    """Stream every origin's assembled record, in position order, to the render's file."""
-    with (
-        open(render.source, "wb") as source,
-        conn.cursor() as cur,
-        cur.copy(QUERIES["load/copy_origin_sources"]) as copy,
+    """Stream every origin's fields, then every presentation, in position order, to the
+    render's two files."""
+    for name, path in (
+        ("load/copy_origin_sources", render.source),
+        ("load/copy_presentation_sources", render.presentations),
     ):
-        for chunk in copy:
-            source.write(chunk)
+        with open(path, "wb") as target, conn.cursor() as cur, cur.copy(QUERIES[name]) as copy:
+            for chunk in copy:
+                target.write(chunk)
 
 
 def _store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:

@@ -1,27 +1,30 @@
 """Serializing every origin once per load, with the same OriginSchema the API documents.
 
-The load assembles each origin's record in SQL (sql/load/copy_origin_sources.sql); here it
-is dumped through OriginSchema (compiled: schemas/compiled.py) and kept as JSON text in
-graph.origin_docs, so a request sends stored JSON instead of rebuilding it.
+The load streams each origin's fields in position order (sql/load/copy_origin_sources.sql)
+and its presentations in the same order (copy_presentation_sources.sql) to two files (COPY
+text). Here each record (the spec's Origin) is assembled from them and dumped through
+OriginSchema (compiled: schemas/compiled.py), and kept as JSON text in graph.origin_docs, so
+a request sends stored JSON instead of rebuilding it.
 
-The loader streams the assembled records to a file (COPY text, in position order), and
-a large graph's file is cut at line boundaries into one piece per worker process
-(registry.loader.workers), each rendering its piece into a file of its own. The workers
-run while the loader's connection builds the rest of the read model; the loader then sends
-the rendered pieces with COPY in order, so origin_docs is written in position order.
+A large graph's origins are cut at line boundaries into one piece per worker process
+(registry.loader.workers), each finding its presentations by position and rendering its
+piece into a file of its own. The workers run while the loader's connection builds the
+rest of the read model; the loader then sends the rendered pieces with COPY in order, so
+origin_docs is written in position order.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
-from registry.loader.workers import WorkerProcesses, line_ranges, worker_count
+from registry.loader.workers import WorkerProcesses, _next_line_start, line_ranges, worker_count
 from schemas.compiled import compile_dump
 from schemas.origin import OriginSchema
 
@@ -32,25 +35,132 @@ _DUMP_ORIGIN = compile_dump(OriginSchema)
 PARALLEL_FROM = 50_000
 _CHUNK_LINES = 5_000
 _READ_BYTES = 1 << 20
+# COPY's text format: \N is null; a backslash escapes a backslash or stands for a control
+# character (PostgreSQL writes \b \f \n \r \t \v); COPY FROM reads any other as itself.
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_NULL = "\\N"
 
 
-def render_lines(lines: list[bytes]) -> bytes:
-    """COPY text lines `pos<TAB>json` of assembled records -> the same, dumped by OriginSchema.
+def _unescape(match: re.Match[str]) -> str:
+    return _ESCAPED.get(match[1], match[1])
 
-    COPY's text format doubles every backslash and, since JSON text has no raw control
-    characters, escapes nothing else: undoing and redoing that is a plain replace.
-    """
+
+def copy_fields(line: bytes) -> list[str | None]:
+    """The fields of one COPY text line (without its newline), as texts or None."""
+    return [
+        None if field == _NULL else _ESCAPE.sub(_unescape, field) if "\\" in field else field
+        for field in line.decode().split("\t")
+    ]
+
+
+def _presentation(fields: list[str | None]) -> dict[str, Any]:
+    """A presentation from its line's fields: pos, carriage_id, transport, provider, source,
+    availability."""
+    _, carriage_id, transport, provider, source, availability = fields
+    return {
+        "carriage_id": carriage_id,
+        "transport": transport,
+        "provider": provider,
+        "source": source,
+        "availability": availability,
+    }
+
+
+def _origin(fields: list[str | None], presentations: list[dict[str, Any]]) -> dict[str, Any]:
+    """An Origin from its line's fields (sql/load/copy_origin_sources.sql names them) and its
+    presentations."""
+    (
+        _,
+        origin_id,
+        name,
+        registry_id,
+        network_id,
+        network_name,
+        governed,
+        active_edges,
+        allocated,
+        network,
+        station,
+        channel,
+        status,
+        held_at,
+        held_reason,
+    ) = fields
+    assert active_edges is not None  # both come from NOT NULL columns
+    if allocated == "t":
+        assert network is not None and station is not None and channel is not None
+        bans: dict[str, Any] = {
+            "allocated": True,
+            "address": f"{network}.{station}.{channel}",
+            "network": int(network),
+            "station": int(station),
+            "channel": int(channel),
+            "publication_status": status,
+            "held": {"at": held_at, "reason": held_reason} if status == "held" else None,
+        }
+    else:
+        bans = {
+            "allocated": False,
+            "address": None,
+            "network": None,
+            "station": None,
+            "channel": None,
+            "publication_status": None,
+            "held": None,
+        }
+    return {
+        "origin": {
+            "id": origin_id,
+            "name": name,
+            "registry_id": registry_id,
+            "network": {"id": network_id, "name": network_name},
+        },
+        "governance": {
+            "state": "governed" if governed == "t" else "ungoverned",
+            "active_edges": int(active_edges),
+        },
+        "bans": bans,
+        "presentations": presentations,
+    }
+
+
+class Presentations:
+    """The presentation lines of a range of a file, handed out by position, in order."""
+
+    def __init__(self, lines: Iterator[bytes]):
+        self._lines = lines
+        self._pending = next(self._lines, None)
+
+    def take(self, position: int) -> list[dict[str, Any]]:
+        """The presentations of this position (positions must be asked for in order)."""
+        own = []
+        while self._pending is not None:
+            fields = copy_fields(self._pending)
+            at = int(fields[0])  # type: ignore[arg-type]  # pos is never null
+            if at > position:
+                break
+            if at == position:
+                own.append(_presentation(fields))
+            self._pending = next(self._lines, None)
+        return own
+
+
+def render_lines(lines: list[bytes], presentations: Presentations) -> bytes:
+    """COPY text lines of origins' fields (without newlines, in position order) -> COPY text
+    lines `pos<TAB>json` of their records dumped by OriginSchema, each with the presentations
+    of its position."""
     out = []
     for line in lines:
-        pos, _, source = line.rstrip(b"\n").partition(b"\t")
-        record = orjson.loads(source.replace(b"\\\\", b"\\"))
+        fields = copy_fields(line)
+        record = _origin(fields, presentations.take(int(fields[0])))  # type: ignore[arg-type]
         rendered = orjson.dumps(_DUMP_ORIGIN(record)).replace(b"\\", b"\\\\")
-        out.append(pos + b"\t" + rendered + b"\n")
+        out.append(line[: line.index(b"\t")] + b"\t" + rendered + b"\n")
     return b"".join(out)
 
 
 def _batches(file: IO[bytes], start: int, end: int) -> Iterator[list[bytes]]:
-    """The whole lines of [start, end) of file, a few thousand at a time."""
+    """The lines of [start, end) of file, without their newlines, a few thousand at a time."""
     file.seek(start)
     left = end - start
     pending = b""
@@ -72,26 +182,74 @@ def _batches(file: IO[bytes], start: int, end: int) -> Iterator[list[bytes]]:
         yield batch
 
 
-def render_piece(source: str, start: int, end: int, target: str) -> int:
-    """Render [start, end) of the assembled records in source into target; the bytes written."""
+def _lines(file: IO[bytes], start: int, end: int) -> Iterator[bytes]:
+    """The lines of [start, end) of file, one by one, without their newlines."""
+    for batch in _batches(file, start, end):
+        yield from batch
+
+
+def first_line_from(path: str, position: int) -> int:
+    """The offset of the first line of a file of lines in position order whose position is
+    position or more (the file's size when there is none)."""
+    size = os.path.getsize(path)
+    # Lines starting before low are before position; lines starting at or after high are not.
+    low, high = 0, size
+    with open(path, "rb") as file:
+        while high - low > _READ_BYTES:
+            middle = _next_line_start(file, (low + high) // 2, high)
+            if middle >= high:
+                break
+            file.seek(middle)
+            line = file.readline()
+            if _position(line) < position:
+                low = middle + len(line)
+            else:
+                high = middle
+        file.seek(low)
+        offset = low
+        while offset < high:
+            line = file.readline()
+            if not line or _position(line) >= position:
+                break
+            offset += len(line)
+        return offset
+
+
+def _position(line: bytes) -> int:
+    """The position a line of either file starts with."""
+    return int(line[: line.index(b"\t")])
+
+
+def render_piece(
+    origins: str, start: int, end: int, presentations: str, from_offset: int, target: str
+) -> int:
+    """Render the origins of [start, end) of the origins file, with their presentations read
+    from from_offset of the presentations file on, into target; the bytes written."""
     written = 0
-    with open(source, "rb") as records, open(target, "wb") as out:
+    with (
+        open(origins, "rb") as records,
+        open(presentations, "rb") as shown,
+        open(target, "wb") as out,
+    ):
+        taken = Presentations(_lines(shown, from_offset, os.path.getsize(presentations)))
         for batch in _batches(records, start, end):
-            written += out.write(render_lines(batch))
+            written += out.write(render_lines(batch, taken))
     return written
 
 
 class OriginRender:
-    """Rendering of one load's assembled records: in worker processes, beside the loader.
+    """Rendering of one load's records: in worker processes, beside the loader.
 
-    The loader writes the assembled records to `source` (COPY text), calls start(), goes on
-    with its other steps, then reads rendered() to send the documents with COPY. Leaving the
-    `with` block ends the workers and deletes the files, whatever happened.
+    The loader writes the origins' fields to `source` and their presentations to
+    `presentations` (COPY text, both in position order), calls start(), goes on with its
+    other steps, then reads rendered() to send the documents with COPY. Leaving the `with`
+    block ends the workers and deletes the files, whatever happened.
     """
 
     def __init__(self, origins: int, workers: int | None = None):
         self._directory = tempfile.TemporaryDirectory(prefix="registry-render-")
         self.source = os.path.join(self._directory.name, "sources.copy")
+        self.presentations = os.path.join(self._directory.name, "presentations.copy")
         self._origins = origins
         self._workers = worker_count() if workers is None else workers
         self._processes = WorkerProcesses()
@@ -114,17 +272,22 @@ class OriginRender:
         if self._origins < PARALLEL_FROM or self._workers < 2:
             return
         size = os.path.getsize(self.source)
-        for number, (start, end) in enumerate(line_ranges(self.source, 0, size, self._workers)):
-            target = os.path.join(self._directory.name, f"rendered-{number}.copy")
-            self._pieces.append(
-                (self._processes.start(render_piece, self.source, start, end, target), target)
-            )
+        with open(self.source, "rb") as source:
+            for number, (start, end) in enumerate(line_ranges(self.source, 0, size, self._workers)):
+                source.seek(start)
+                shown = first_line_from(self.presentations, _position(source.readline()))
+                target = os.path.join(self._directory.name, f"rendered-{number}.copy")
+                worker = self._processes.start(
+                    render_piece, self.source, start, end, self.presentations, shown, target
+                )
+                self._pieces.append((worker, target))
 
     def rendered(self) -> Iterator[bytes]:
         """The rendered records in position order, in blocks, each piece once it is done."""
         if not self._pieces:  # a small graph: rendered here, now
             target = os.path.join(self._directory.name, "rendered.copy")
-            render_piece(self.source, 0, os.path.getsize(self.source), target)
+            size = os.path.getsize(self.source)
+            render_piece(self.source, 0, size, self.presentations, 0, target)
             self._pieces.append((-1, target))
         for number, target in self._pieces:
             if number >= 0:

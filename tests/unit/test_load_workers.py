@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from registry.loader import parsing
+from registry.loader import parsing, rendering
 from registry.loader.demo import write_demo_document
 from registry.loader.document import MAX_LINE_BYTES, TABLES
 from registry.loader.loading import MAX_PROBLEMS, LoadRejected
 from registry.loader.parsing import parse_document
 from registry.loader.progress import LoadProgress
-from registry.loader.rendering import PARALLEL_FROM, OriginRender, render_lines
+from registry.loader.rendering import PARALLEL_FROM, OriginRender
 from registry.loader.workers import WorkerFailed, WorkerProcesses, line_ranges
 
 Outcome = tuple[dict[str, int], int, str, int, dict[str, str]]
@@ -253,37 +253,56 @@ def test_a_failing_worker_ends_the_load():
 
 
 def test_records_rendered_in_pieces_come_back_in_order(tmp_path: Path):
-    """Rendered by two workers, the records are what one process renders, in position order."""
+    """Rendered by two workers, the records are what one process renders, in position order,
+    each with its own presentations."""
     rng = random.Random(11)
-    lines = []
+    origins, shown = [], []
     for pos in range(1, 3001):
-        record = {
-            "origin": {
-                "id": f"svc:origin:{uuid.UUID(int=rng.getrandbits(128), version=4)}",
-                "name": rng.choice(["Alpha", 'quote " and back\\slash', "Bêta"]),
-                "registry_id": None,
-                "network": {"id": None, "name": None},
-            },
-            "governance": {"state": "ungoverned", "active_edges": 0},
-            "bans": {
-                "allocated": False,
-                "address": None,
-                "network": None,
-                "station": None,
-                "channel": None,
-                "publication_status": None,
-                "held": None,
-            },
-            "presentations": [],
-        }
-        source = orjson.dumps(record).replace(b"\\", b"\\\\")
-        lines.append(str(pos).encode() + b"\t" + source + b"\n")
-    expected = render_lines(lines)
+        name = rng.choice(["Alpha", 'quote " and back\\\\slash', "tab\\there", "Bêta"])
+        origins.append(
+            "\t".join(
+                [str(pos), f"svc:origin:{uuid.UUID(int=rng.getrandbits(128), version=4)}", name]
+                + ["\\N"] * 3 + ["f", "0", "f"] + ["\\N"] * 6
+            ).encode() + b"\n"
+        )  # fmt: skip
+        for number in range(rng.choice([0, 0, 1, 3])):
+            shown.append(f"{pos}\tc{number}\tiptv\t\\N\t\\N\treachable\n".encode())
+    with OriginRender(origins=10, workers=2) as render:  # one process
+        Path(render.source).write_bytes(b"".join(origins))
+        Path(render.presentations).write_bytes(b"".join(shown))
+        render.start()
+        expected = b"".join(render.rendered())
+    assert expected.count(b"\n") == 3000
+    assert expected.count(b'"carriage_id"') == len(shown)
+    assert b'"name":"tab\\\\there"' in expected  # a tab: JSON's \t, then COPY's \\t
     with OriginRender(origins=PARALLEL_FROM, workers=2) as render:
-        Path(render.source).write_bytes(b"".join(lines))
+        Path(render.source).write_bytes(b"".join(origins))
+        Path(render.presentations).write_bytes(b"".join(shown))
         render.start()
         assert b"".join(render.rendered()) == expected
-    with OriginRender(origins=10, workers=2) as render:
-        Path(render.source).write_bytes(b"".join(lines))
-        render.start()
-        assert b"".join(render.rendered()) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=40), max_size=60), st.integers(0, 45))
+def test_the_first_line_of_a_position_is_found(
+    tmp_path_factory: pytest.TempPathFactory, positions: list[int], wanted: int
+) -> None:
+    """The offset found is the one a scan from the start finds, whatever the file's size."""
+    path = tmp_path_factory.mktemp("shown") / "presentations.copy"
+    lines = [f"{pos}\t{'x' * (pos % 7)}\n".encode() for pos in sorted(positions)]
+    path.write_bytes(b"".join(lines))
+    scanned = sum(len(line) for line in lines if int(line.split(b"\t")[0]) < wanted)
+    assert rendering.first_line_from(str(path), wanted) == scanned
+
+
+def test_the_first_line_of_a_position_is_found_in_a_large_file(tmp_path: Path) -> None:
+    """Past a block's size the search halves the file first; the answer is the same."""
+    path = tmp_path / "presentations.copy"
+    lines = [
+        f"{pos}\tcarriage-{n:020d}\n".encode() for pos in range(1, 60_000) for n in range(pos % 3)
+    ]
+    path.write_bytes(b"".join(lines))
+    assert path.stat().st_size > 2 * (1 << 20)
+    for wanted in (0, 1, 2, 17, 29_999, 30_000, 59_998, 59_999, 60_000):
+        scanned = sum(len(line) for line in lines if int(line.split(b"\t")[0]) < wanted)
+        assert rendering.first_line_from(str(path), wanted) == scanned
