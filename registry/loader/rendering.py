@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import orjson
 
-from registry.loader.workers import WorkerProcesses, _next_line_start, line_ranges, worker_count
+from registry.loader.workers import WorkerProcesses, line_ranges, next_line_start, worker_count
 from schemas.compiled import compile_dump
 from schemas.origin import OriginSchema
 
@@ -196,7 +196,7 @@ def first_line_from(path: str, position: int) -> int:
     low, high = 0, size
     with open(path, "rb") as file:
         while high - low > _READ_BYTES:
-            middle = _next_line_start(file, (low + high) // 2, high)
+            middle = next_line_start(file, (low + high) // 2, high)
             if middle >= high:
                 break
             file.seek(middle)

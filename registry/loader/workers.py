@@ -49,7 +49,7 @@ def line_ranges(path: str, start: int, end: int, parts: int) -> list[tuple[int, 
     with open(path, "rb") as file:
         for part in range(1, parts):
             target = max(start + (end - start) * part // parts, cuts[-1])
-            cut = _next_line_start(file, target, end)
+            cut = next_line_start(file, target, end)
             if cut >= end:
                 break
             if cut > cuts[-1]:
@@ -58,7 +58,7 @@ def line_ranges(path: str, start: int, end: int, parts: int) -> list[tuple[int, 
     return list(itertools.pairwise(cuts))
 
 
-def _next_line_start(file: Any, target: int, end: int) -> int:
+def next_line_start(file: Any, target: int, end: int) -> int:
     """The first offset at or after target that starts a line (end if there is none)."""
     if target <= 0:
         return 0
