@@ -3,6 +3,9 @@
 -- flag the listing filters on. transports is a bit set of the transports the origin has a
 -- resolved presentation on (iptv 1, ovp 2, ota 4, fast 8); 0 means no presentation.
 -- presentations counts them (the record's presentations: every carriage of a reviewed origin).
+-- The carriages are counted per origin first and reviewed is applied per origin afterwards,
+-- not by joining 5 million carriages to their origins: a parallel plan computes this
+-- aggregate once in every participant, so the join was paid three times over.
 -- combo packs every flag filter into one small integer (registry.repository.matching_combos reads it):
 -- governed 1, allocated 2, published 4, held 8, transports shifted left by 4 (in
 -- parentheses: PostgreSQL gives | and << the same precedence).
@@ -12,13 +15,13 @@ WITH edge_counts AS (
     FROM governance_edges
     GROUP BY origin_id
 ), resolved AS (
-    SELECT c.origin_id,
-           bit_or(CASE c.transport WHEN 'iptv' THEN 1 WHEN 'ovp' THEN 2
-                                   WHEN 'ota' THEN 4 WHEN 'fast' THEN 8 END)::smallint AS transports,
+    SELECT origin_id,
+           bit_or(CASE transport WHEN 'iptv' THEN 1 WHEN 'ovp' THEN 2
+                                 WHEN 'ota' THEN 4 WHEN 'fast' THEN 8 END)::smallint AS transports,
            count(*)::integer AS presentations
-    FROM carriages AS c
-    JOIN origins AS o ON o.id = c.origin_id AND o.reviewed
-    GROUP BY c.origin_id
+    FROM carriages
+    WHERE origin_id IS NOT NULL
+    GROUP BY origin_id
 )
 SELECT (row_number() OVER (ORDER BY a.origin_id IS NULL, a.network, a.station, a.channel, o.id))::integer
            AS pos,
@@ -30,12 +33,12 @@ SELECT (row_number() OVER (ORDER BY a.origin_id IS NULL, a.network, a.station, a
        a.network AS address_network,
        a.station AS address_station,
        a.channel AS address_channel,
-       coalesce(r.transports, 0)::smallint AS transports,
-       coalesce(r.presentations, 0) AS presentations,
+       CASE WHEN o.reviewed THEN coalesce(r.transports, 0) ELSE 0 END::smallint AS transports,
+       CASE WHEN o.reviewed THEN coalesce(r.presentations, 0) ELSE 0 END AS presentations,
        (CASE WHEN coalesce(e.active_edges, 0) > 0 THEN 1 ELSE 0 END
         | CASE WHEN a.origin_id IS NOT NULL THEN 2 ELSE 0 END
         | CASE a.publication_status WHEN 'published' THEN 4 WHEN 'held' THEN 8 ELSE 0 END
-        | (coalesce(r.transports, 0) << 4))::smallint AS combo,
+        | (CASE WHEN o.reviewed THEN coalesce(r.transports, 0) ELSE 0 END << 4))::smallint AS combo,
        o.network_id,
        o.name_key,
        o.registry_key
