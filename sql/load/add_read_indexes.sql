@@ -1,5 +1,7 @@
 -- Indexes of the read model, built after its tables are filled (origin_docs has its own,
--- add_origin_docs_key.sql, built once the rendered records are in).
+-- add_origin_docs_key.sql, built once the rendered records are in). Nothing that answers a
+-- request reads carriages or governance_edges (the records hold them), so they get no index
+-- beyond the keys the whole-document checks add.
 ALTER TABLE origin_rows ADD PRIMARY KEY (pos);
 ALTER TABLE origin_rows ADD CONSTRAINT origin_rows_id_key UNIQUE (id);
 ALTER TABLE origin_csv ADD PRIMARY KEY (pos);
@@ -11,5 +13,3 @@ CREATE INDEX origin_rows_network_idx ON origin_rows (network_id, pos)
 CREATE INDEX origin_rows_station_idx ON origin_rows (address_station, pos) INCLUDE (combo);
 -- Flag-filtered pages walk positions in order and test combo without visiting the heap.
 CREATE INDEX origin_rows_pos_combo_idx ON origin_rows (pos) INCLUDE (combo);
-CREATE INDEX carriages_origin_idx ON carriages (origin_id);
-CREATE INDEX governance_edges_origin_idx ON governance_edges (origin_id);
