@@ -16,6 +16,8 @@ import hashlib
 import inspect
 import io
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -27,6 +29,7 @@ from psycopg import errors, sql
 from registry.database.generations import schema_name
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.queries import QUERIES
+from registry.loader.beside import Beside
 from registry.loader.document import TABLES, Problem
 from registry.loader.parsing import ParsedDocument, parse_document
 from registry.loader.progress import LoadProgress
@@ -34,6 +37,9 @@ from registry.loader.rendering import OriginRender
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
+# From this many origins on, the carriages and the rendered records are sent on a second
+# connection beside the load's own (registry.loader.beside); below it one connection is quicker.
+BESIDE_FROM = 50_000
 DEFAULT_KEEP_GENERATIONS = 2
 # Tries at dropping a retired generation while pinned readers are inside it, and the pause
 # between them: about 5 s in all, then the next load tries again.
@@ -59,6 +65,14 @@ WHOLE_DOCUMENT_CHECKS: tuple[tuple[str | None, str], ...] = (
     ("load/add_allocation_origin_reference", "load/report_unknown_origins"),
     ("load/add_carriage_origin_reference", "load/report_unknown_origins"),
     (None, "load/report_unclassified_carriages"),
+)
+# The reports that read the carriages: their rules are checked once the carriages are in.
+CARRIAGE_REPORTS = frozenset(
+    {
+        "load/report_duplicate_carriages",
+        "load/report_unknown_origins",
+        "load/report_unclassified_carriages",
+    }
 )
 
 # "origin_sources" streams every origin's fields and presentations out to files; "render" starts
@@ -141,16 +155,16 @@ def load_document(
         timings["parse"] = time.monotonic() - started
         if parsed.problem_count:
             raise LoadRejected(parsed.problems, parsed.problem_count)
-        with conn.transaction():
+        with _beside(conn, parsed.counts["origin"]) as beside, conn.transaction():
             conn.execute(QUERIES["meta/lock_loads"])
             conn.execute(QUERIES["load/prepare_graph_next"])
             conn.execute(QUERIES["load/use_graph_next"])
             conn.execute(QUERIES["graph/create_tables"])
-            _copy_spools(conn, parsed, progress)
+            _copy_spools(conn, parsed, progress, beside)
             timings["copy"] = time.monotonic() - started
-            _check_whole_document(conn, progress)
+            _check_whole_document(conn, progress, beside)
             timings["check"] = time.monotonic() - started
-            _build_read_model(conn, parsed.counts["origin"], progress)
+            _build_read_model(conn, parsed.counts["origin"], progress, beside)
             timings["read_model"] = time.monotonic() - started
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
@@ -204,12 +218,59 @@ def ensure_graph(conn: psycopg.Connection) -> bool:
     return True
 
 
-def _copy_spools(conn: psycopg.Connection, parsed: ParsedDocument, progress: LoadProgress) -> None:
-    """Send each table's spooled rows with COPY, piece after piece (so in document order)."""
-    total = sum(spool.tell() for spools in parsed.pieces for spool in spools.values())
+@contextmanager
+def _beside(conn: psycopg.Connection, origins: int) -> Iterator[Beside | None]:
+    """A second connection for a large graph; None for a small one, or when the server
+    refuses a second connection (the load then runs on one, as small ones do)."""
+    beside = None
+    if origins >= BESIDE_FROM:
+        try:
+            beside = Beside(conn)
+        except psycopg.OperationalError:
+            beside = None
+    if beside is None:
+        yield None
+        return
+    with beside:
+        yield beside
+
+
+def _copy_spools(
+    conn: psycopg.Connection,
+    parsed: ParsedDocument,
+    progress: LoadProgress,
+    beside: Beside | None,
+) -> None:
+    """Send each table's spooled rows with COPY, piece after piece (so in document order).
+
+    With a second connection, the carriages are sent on it, beside this one sending the
+    rest; _check_whole_document takes them into graph_next once it needs them.
+    """
+    kinds = (
+        tuple(TABLES) if beside is None else tuple(kind for kind in TABLES if kind != "carriage")
+    )
+    total = sum(spools[kind].tell() for spools in parsed.pieces for kind in kinds)
     progress.phase("copy", total=total, unit="bytes")
+    if beside is not None:
+
+        def copy_carriages(side: psycopg.Connection) -> None:
+            side.execute(QUERIES["graph/create_tables"])
+            _copy_kinds(side, parsed, ("carriage",), None)
+
+        beside.fill(TABLES["carriage"][0], copy_carriages)
+    _copy_kinds(conn, parsed, kinds, progress)
+
+
+def _copy_kinds(
+    conn: psycopg.Connection,
+    parsed: ParsedDocument,
+    kinds: tuple[str, ...],
+    progress: LoadProgress | None,
+) -> None:
+    """COPY the spooled rows of each of kinds into its table, piece after piece."""
     with conn.cursor() as cur:
-        for kind, (table, columns) in TABLES.items():
+        for kind in kinds:
+            table, columns = TABLES[kind]
             spools = [spools[kind] for spools in parsed.pieces if spools[kind].tell()]
             if not spools:
                 continue
@@ -221,11 +282,18 @@ def _copy_spools(conn: psycopg.Connection, parsed: ParsedDocument, progress: Loa
                     spool.seek(0)
                     while chunk := spool.read(1 << 20):
                         copy.write(chunk)
-                        progress.advance(len(chunk), step=table)
+                        if progress is not None:
+                            progress.advance(len(chunk), step=table)
 
 
-def _build_read_model(conn: psycopg.Connection, origins: int, progress: LoadProgress) -> None:
-    """The read model's steps, the records rendered by worker processes beside the others."""
+def _build_read_model(
+    conn: psycopg.Connection, origins: int, progress: LoadProgress, beside: Beside | None
+) -> None:
+    """The read model's steps, the records rendered by worker processes beside the others.
+
+    With a second connection, the rendered records are sent on it as the workers finish,
+    while this one builds the rest; origin_docs then takes its place in graph_next.
+    """
     progress.phase("read model", total=len(READ_MODEL_STEPS) - len(INDEX_STEPS))
     with OriginRender(origins) as render:
         for step in READ_MODEL_STEPS:
@@ -236,8 +304,13 @@ def _build_read_model(conn: psycopg.Connection, origins: int, progress: LoadProg
                 _copy_sources(conn, render)
             elif step == "render":
                 render.start()
+                if beside is not None:
+                    beside.fill("origin_docs", lambda side: _store_rendered(side, render))
             elif step == "origin_docs":
-                _store_rendered(conn, render)
+                if beside is None:
+                    _store_rendered(conn, render)
+                else:
+                    beside.take("origin_docs")
             elif step == "search_indexes":
                 _add_search_indexes(conn)
             else:
@@ -274,7 +347,7 @@ def _copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
 
 
 def _store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:
-    """Copy the rendered records into origin_docs (in position order) and index them."""
+    """Create origin_docs, copy the rendered records in (in position order), index them."""
     conn.execute(QUERIES["load/create_origin_docs"])
     with conn.cursor() as cur, cur.copy(QUERIES["load/copy_origin_docs"]) as target:
         for block in render.rendered():
@@ -282,14 +355,47 @@ def _store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:
     conn.execute(QUERIES["load/add_origin_docs_key"])
 
 
-def _check_whole_document(conn: psycopg.Connection, progress: LoadProgress) -> None:
-    """Add each constraint; once one cannot be added, report every rule's offending lines."""
+def _check_whole_document(
+    conn: psycopg.Connection, progress: LoadProgress, beside: Beside | None
+) -> None:
+    """Add each constraint; once one cannot be added, report every rule's offending lines.
+
+    The rules that do not read the carriages run first: with a second connection, while it
+    is still sending them. The reports wait until every table is in, since one of them
+    (unknown origins) reads the carriages too; they are read-only, so which rules are
+    reported does not depend on when.
+    """
     progress.phase("check", total=len(WHOLE_DOCUMENT_CHECKS), unit="checks")
+    reports: list[str] = []
+    without, with_carriages = (
+        [check for check in WHOLE_DOCUMENT_CHECKS if (check[1] in CARRIAGE_REPORTS) == reads]
+        for reads in (False, True)
+    )
+    failed = _add_constraints(conn, progress, without, reports, failed=False)
+    if beside is not None:
+        progress.advance(0, step="carriages (second connection)")
+        beside.take(TABLES["carriage"][0])
+    _add_constraints(conn, progress, with_carriages, reports, failed)
     problems: list[Problem] = []
     total = 0
-    failed = False
-    reported: set[str] = set()
-    for constraint, report in WHOLE_DOCUMENT_CHECKS:
+    for report in dict.fromkeys(reports):
+        found, count = _report(conn, report)
+        problems.extend(found)
+        total += count
+    if total:
+        raise LoadRejected(problems, total)
+
+
+def _add_constraints(
+    conn: psycopg.Connection,
+    progress: LoadProgress,
+    checks: list[tuple[str | None, str]],
+    reports: list[str],
+    failed: bool,
+) -> bool:
+    """Add each check's constraint until one cannot be added; from then on (and for a check
+    with no constraint) put its report on reports. Whether one failed, now or before."""
+    for constraint, report in checks:
         progress.advance(1, step=report.removeprefix("load/"))
         if constraint is not None and not failed:
             try:
@@ -298,14 +404,8 @@ def _check_whole_document(conn: psycopg.Connection, progress: LoadProgress) -> N
                 continue
             except (errors.UniqueViolation, errors.ForeignKeyViolation):
                 failed = True
-        if report in reported:
-            continue
-        reported.add(report)
-        found, count = _report(conn, report)
-        problems.extend(found)
-        total += count
-    if total:
-        raise LoadRejected(problems, total)
+        reports.append(report)
+    return failed
 
 
 def _report(conn: psycopg.Connection, name: str) -> tuple[list[Problem], int]:

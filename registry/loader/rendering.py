@@ -35,6 +35,8 @@ _DUMP_ORIGIN = compile_dump(OriginSchema)
 PARALLEL_FROM = 50_000
 _CHUNK_LINES = 5_000
 _READ_BYTES = 1 << 20
+# How often rendered() looks for more of a piece still being written, in seconds.
+_POLL_S = 0.05
 # COPY's text format: \N is null; a backslash escapes a backslash or stands for a control
 # character (PostgreSQL writes \b \f \n \r \t \v); COPY FROM reads any other as itself.
 _ESCAPE = re.compile(r"\\(.)", re.S)
@@ -277,21 +279,34 @@ class OriginRender:
                 source.seek(start)
                 shown = first_line_from(self.presentations, _position(source.readline()))
                 target = os.path.join(self._directory.name, f"rendered-{number}.copy")
+                open(target, "wb").close()  # readable from the start, by rendered()
                 worker = self._processes.start(
                     render_piece, self.source, start, end, self.presentations, shown, target
                 )
                 self._pieces.append((worker, target))
 
     def rendered(self) -> Iterator[bytes]:
-        """The rendered records in position order, in blocks, each piece once it is done."""
+        """The rendered records in position order, in blocks.
+
+        A piece's records are given while its worker writes them, so that whoever sends
+        them (registry.loader.beside) need not wait for the whole render; a worker that
+        failed raises WorkerFailed once what it wrote has been given.
+        """
         if not self._pieces:  # a small graph: rendered here, now
             target = os.path.join(self._directory.name, "rendered.copy")
             size = os.path.getsize(self.source)
             render_piece(self.source, 0, size, self.presentations, 0, target)
             self._pieces.append((-1, target))
         for number, target in self._pieces:
+            with open(target, "rb") as file:
+                while True:
+                    # Finished before this read means this read sees all it wrote.
+                    finished = number < 0 or self._processes.done(number)
+                    if block := file.read(_READ_BYTES):
+                        yield block
+                    elif finished:
+                        break
+                    else:
+                        self._processes.wait_for(number, _POLL_S)
             if number >= 0:
                 self._processes.result(number)
-            with open(target, "rb") as file:
-                while block := file.read(_READ_BYTES):
-                    yield block

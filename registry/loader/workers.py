@@ -148,6 +148,11 @@ class WorkerProcesses:
             return True
         return self._pipes[number].poll() or not self._processes[number].is_alive()
 
+    def wait_for(self, number: int, timeout: float) -> None:
+        """Return when worker number has finished or timeout seconds have passed."""
+        if number not in self._results:
+            wait([self._pipes[number], self._processes[number].sentinel], timeout)
+
     def result(self, number: int) -> Any:
         """Worker number's result, waiting for it; WorkerFailed if it raised or died."""
         if number not in self._results:

@@ -18,7 +18,7 @@ import orjson
 import psycopg
 import pytest
 
-from registry.loader import rendering
+from registry.loader import loading, rendering
 
 from .graphs import Record, document, load
 
@@ -144,16 +144,28 @@ def graph(seed: int, origins: int) -> list[Record]:
     return records
 
 
-@pytest.mark.parametrize(("seed", "origins", "workers"), [(1, 300, 1), (2, 300, 2), (3, 40, 2)])
+@pytest.mark.parametrize(
+    ("seed", "origins", "workers", "two_connections"),
+    [
+        (1, 300, 1, False),
+        (2, 300, 2, False),
+        (3, 40, 2, False),
+        (4, 300, 2, True),
+        (5, 40, 1, True),
+    ],
+)
 def test_stored_records_are_the_reference_records(
     database_factory: Callable[[], str],
     monkeypatch: pytest.MonkeyPatch,
     seed: int,
     origins: int,
     workers: int,
+    two_connections: bool,
 ) -> None:
-    """Rendered by one process or by workers, every stored record is the reference's."""
+    """Rendered by one process or by workers, sent on the load's connection or on a second
+    one (registry.loader.beside), every stored record is the reference's."""
     monkeypatch.setattr(rendering, "PARALLEL_FROM", 0 if workers > 1 else 10**9)
+    monkeypatch.setattr(loading, "BESIDE_FROM", 0 if two_connections else 10**9)
     conninfo = database_factory()
     load(conninfo, document(graph(seed, origins)))
     with psycopg.connect(conninfo) as conn:
