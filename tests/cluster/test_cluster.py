@@ -17,6 +17,7 @@ import pytest
 
 from devtools.cluster import READER, Cluster
 from registry.database.pool import Database
+from registry.database.queries import QUERIES
 from registry.settings import load_settings
 from tests.cluster.conftest import (
     MAX_LAG_S,
@@ -100,6 +101,29 @@ def test_session_settings_hold_per_transaction_through_pgbouncer(cluster: Cluste
             database.putconn(conn)
     finally:
         database.close()
+
+
+def test_a_restarted_standby_of_an_idle_primary_is_not_behind(cluster: Cluster):
+    """Restarted, a standby reports as received the start of the WAL segment its streaming
+    resumes from, behind what it replayed from its own files; with nothing new to receive it
+    is as current as it can be, and reads stay on it (not the age of its last transaction)."""
+    wait_until_all_ok(cluster)
+    cluster.wait_for_replay()
+    cluster.standby.stop()
+    cluster.standby.start()
+    deadline = time.monotonic() + 30
+    with cluster.standby.connect() as conn:
+        while True:
+            received, replayed = conn.execute(
+                "SELECT pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()"
+            ).fetchone() or (None, None)
+            if received is not None:
+                break
+            assert time.monotonic() < deadline, "the standby did not resume streaming"
+            time.sleep(0.1)
+        lag = conn.execute(QUERIES["session/get_replica_lag"]).fetchone()
+    assert lag == (0.0,), (received, replayed)
+    wait_until_all_ok(cluster)
 
 
 # -- generations across hosts ------------------------------------------------------------------
