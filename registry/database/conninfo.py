@@ -93,6 +93,20 @@ def primary_reader_conninfo(conninfo: str) -> str:
     return make_conninfo("", **params)
 
 
+def prefers_standby(conninfo: str) -> bool:
+    """Whether libpq may put a read on a primary only for want of a standby (prefer-standby)."""
+    if not is_multi_host(conninfo):
+        return False
+    return conninfo_to_dict(conninfo).get("target_session_attrs") == "prefer-standby"
+
+
+def standby_conninfo(conninfo: str) -> str:
+    """The same hosts, a standby only: whether one answers again after reads fell back."""
+    params = conninfo_to_dict(conninfo)
+    params["target_session_attrs"] = "standby"
+    return make_conninfo("", **params)
+
+
 def writer_conninfo(conninfo: str) -> str:
     """Loads, migrations and role changes: only the primary, whatever the URL lists or says.
 

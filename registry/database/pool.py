@@ -24,10 +24,12 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from registry.database.conninfo import (
     connection_kwargs,
     is_multi_host,
+    prefers_standby,
     primary_reader_conninfo,
     reader_conninfo,
     request_settings,
     resolve_database_url,
+    standby_conninfo,
     without_host,
 )
 from registry.database.generations import current_generation
@@ -47,6 +49,16 @@ PROBE_INTERVAL_S = 0.5
 PROBE_WAIT_S = 0.1
 # A standby's replay lag is asked at most this often per connection (one tiny query).
 LAG_CHECK_S = 1.0
+# Reads prefer a standby (target_session_attrs=prefer-standby), and libpq puts a connection
+# on the primary only when no standby answered as it was made. Such a connection would stay
+# there for the pool's whole max_lifetime after the standby came back: reads would load the
+# primary for minutes and stall if it then went away. So while one exists, a thread of the
+# process asks this often, on a connection of its own, whether a standby answers; when one
+# does, the pool is drained and libpq places every new connection again.
+STANDBY_PROBE_S = 3.0
+# The application_name of the connections that read from the primary on purpose (a standby
+# too far behind, or without the generation a request pins); the others are the service's.
+PRIMARY_READS_NAME = "broadcast-registry-primary-reads"
 
 
 def has_generation(conn: psycopg.Connection, generation: int) -> bool:
@@ -118,6 +130,10 @@ class Database:
             weakref.WeakKeyDictionary()
         )
         self._max_lag_s = float(settings.get("REGISTRY_MAX_REPLICA_LAG_S", 10.0))
+        # Whether reads prefer a standby, and the thread that waits for one to answer again
+        # while some pooled connection fell back to a primary.
+        self._prefers_standby = False
+        self._standby_probe: threading.Thread | None = None
 
     @property
     def pool(self) -> ConnectionPool:
@@ -129,6 +145,7 @@ class Database:
                     self._fresh_at = weakref.WeakKeyDictionary()
                     self._from_primary = weakref.WeakSet()
                     self._primary_pool = None
+                    self._standby_probe = None
                     self._unreachable_since = None
                     self._last_probe = 0.0
                     self._pool = self._open_pool()
@@ -145,6 +162,7 @@ class Database:
         s = self._settings
         conninfo = reader_conninfo(resolve_database_url(s))
         self._multi_host = is_multi_host(conninfo)
+        self._prefers_standby = prefers_standby(conninfo)
         pool = ConnectionPool(
             conninfo,
             open=False,
@@ -160,7 +178,7 @@ class Database:
             reconnect_timeout=0,
             reconnect_failed=self._connect_failed,
             check=self._check_if_idle,
-            configure=self._configure_connection,
+            configure=self._configure_reader,
             kwargs=connection_kwargs(s, conninfo),
             connection_class=VerifiedConnection if self._multi_host else psycopg.Connection,
             name="registry",
@@ -183,7 +201,9 @@ class Database:
             reconnect_timeout=0,
             check=self._check_if_idle,
             configure=self._configure_connection,
-            kwargs=connection_kwargs(s, conninfo),
+            # Named apart, so that an operator (pg_stat_activity, PgBouncer's SHOW CLIENTS)
+            # tells these deliberate primary reads from readers that fell back to a primary.
+            kwargs={**connection_kwargs(s, conninfo), "application_name": PRIMARY_READS_NAME},
             connection_class=VerifiedConnection,
             name="registry-primary",
         )
@@ -198,6 +218,50 @@ class Database:
         since, self._unreachable_since = self._unreachable_since, None
         if since is not None:
             log.info("database reachable again after %.1f s", now - since)
+
+    def _configure_reader(self, conn: psycopg.Connection) -> None:
+        """A new connection of the readers' pool: on a primary for want of a standby, it
+        starts the wait for a standby (STANDBY_PROBE_S)."""
+        self._configure_connection(conn)
+        if self._prefers_standby and not is_standby(conn):
+            self._start_standby_probe(conn)
+
+    def _start_standby_probe(self, conn: psycopg.Connection) -> None:
+        """Start the thread that waits for a standby, unless it runs already."""
+        with self._lock:
+            if self._standby_probe is not None:
+                return
+            self._standby_probe = threading.Thread(
+                target=self._wait_for_standby, name="registry-standby-probe", daemon=True
+            )
+            self._standby_probe.start()
+        log.warning(
+            "no standby answered: reads run on the primary %s:%s until one answers again",
+            conn.info.host, conn.info.port,
+        )  # fmt: skip
+
+    def _wait_for_standby(self) -> None:
+        """Every STANDBY_PROBE_S, connect to a standby only; once one answers, drain the pool."""
+        pid = os.getpid()
+        conninfo = standby_conninfo(reader_conninfo(resolve_database_url(self._settings)))
+        kwargs = connection_kwargs(self._settings, conninfo)
+        while True:
+            time.sleep(STANDBY_PROBE_S)
+            pool = self._pool
+            if pool is None or self._pid != pid or pool.closed:
+                return  # the pool was closed or replaced: its own connections will say
+            try:
+                with VerifiedConnection.connect(conninfo, **kwargs) as conn:
+                    host, port = conn.info.host, conn.info.port
+            except psycopg.Error:
+                continue
+            with self._lock:
+                self._standby_probe = None  # a fallback after this starts a new wait
+            log.info("standby %s:%s answers again: reads move back to the standbys", host, port)
+            # Idle connections are replaced now, lent ones when given back; libpq places the
+            # new ones, on a standby while one answers.
+            pool.drain()
+            return
 
     def _connect_failed(self, _pool: ConnectionPool) -> None:
         """The pool gave up connecting: remember it, so requests stop queueing behind it."""

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import psycopg
 import pytest
 
-from devtools.cluster import Cluster, start_cluster
+from devtools.cluster import READER, SUPERUSER, Cluster, start_cluster
 from tests.conftest import FIXTURES
 from tests.e2e.raw_http import Answer, request
 
@@ -158,3 +159,29 @@ def wait_until_all_ok(cluster: Cluster, limit_s: float = 60) -> None:
                 assert is_unavailable(answer), (answer.status, answer.body[:200])
         assert time.monotonic() < deadline, "the cluster did not recover"
         time.sleep(0.2)
+
+
+def readers_on(cluster: Cluster, server: str) -> int:
+    """The apps' reader connections (not their deliberate primary reads) that one server's
+    PgBouncer serves, from its admin console (SHOW CLIENTS)."""
+    bouncer = cluster.primary_bouncer if server == "primary" else cluster.standby_bouncer
+    url = f"postgresql://{SUPERUSER}@127.0.0.1:{bouncer.port}/pgbouncer"
+    # The admin console speaks only the simple query protocol: a client-side cursor.
+    with psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor) as admin:
+        cursor = admin.execute("SHOW CLIENTS")
+        names = [column.name for column in cursor.description or []]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return sum(
+        1
+        for row in rows
+        if row["user"] == READER and row.get("application_name") == "broadcast-registry"
+    )
+
+
+def wait_until_reads_on_standby(cluster: Cluster, limit_s: float = 60) -> None:
+    """Under light traffic, wait until no reader connection of the apps is on the primary."""
+    deadline = time.monotonic() + limit_s
+    while readers_on(cluster, "primary"):
+        assert time.monotonic() < deadline, "reads stayed on the primary"
+        wait_until_all_ok(cluster)
+        time.sleep(0.5)

@@ -23,7 +23,9 @@ from tests.cluster.conftest import (
     MAX_LAG_S,
     Traffic,
     assert_failures_are_unavailable,
+    readers_on,
     wait_until_all_ok,
+    wait_until_reads_on_standby,
 )
 from tests.conftest import FIXTURES, TEST_SECRET, make_token
 from tests.e2e.raw_http import request
@@ -225,13 +227,19 @@ def test_pgbouncer_restarted(cluster: Cluster):
 
 
 def test_standby_stopped(cluster: Cluster):
-    """Stop the standby under traffic: the primary answers meanwhile; only JSON 503s fail."""
+    """Stop the standby under traffic: the primary answers meanwhile; only JSON 503s fail.
+
+    A worker whose connection was on the standby waits for PgBouncer's query_wait_timeout
+    (5 s in deploy/pgbouncer.ini) before its request fails and it connects to the primary,
+    so the standby stays down well past that.
+    """
     wait_until_all_ok(cluster)
+    wait_until_reads_on_standby(cluster)
     with Traffic(cluster) as traffic:
         time.sleep(1)
         cluster.standby.stop()
         stopped = time.monotonic()
-        time.sleep(5)
+        time.sleep(9)
         during = traffic.ok_between(stopped + 2, time.monotonic())
         cluster.standby.start()
         time.sleep(2)
@@ -241,9 +249,30 @@ def test_standby_stopped(cluster: Cluster):
     cluster.wait_for_replay()
 
 
+def test_reads_move_back_to_the_standby_once_it_answers(cluster: Cluster):
+    """Readers that fell back to the primary while the standby was down (previous test, or
+    this one's own outage) return to the standby once it answers, not after max_lifetime."""
+    wait_until_all_ok(cluster)
+    cluster.standby.stop()
+    try:
+        deadline = time.monotonic() + 60
+        while not readers_on(cluster, "primary"):  # the apps notice as requests come
+            assert time.monotonic() < deadline, "no reader fell back to the primary"
+            with Traffic(cluster) as traffic:
+                time.sleep(1)
+            assert_failures_are_unavailable(traffic)
+    finally:
+        cluster.standby.start()
+    wait_until_reads_on_standby(cluster)
+    assert readers_on(cluster, "standby") >= 1
+    wait_until_all_ok(cluster)
+    cluster.wait_for_replay()
+
+
 def test_primary_stopped(cluster: Cluster):
     """Stop the primary: reads continue from the standby; a load fails clearly, changes nothing."""
     wait_until_all_ok(cluster)
+    wait_until_reads_on_standby(cluster)  # where reads are meant to be (previous test)
     before = registry_summary(cluster)
     with Traffic(cluster) as traffic:
         time.sleep(1)

@@ -8,7 +8,9 @@ from psycopg.conninfo import conninfo_to_dict
 from registry.database.conninfo import (
     connection_kwargs,
     is_multi_host,
+    prefers_standby,
     reader_conninfo,
+    standby_conninfo,
     without_host,
     writer_conninfo,
 )
@@ -46,6 +48,30 @@ def test_a_url_that_chooses_keeps_its_choice():
     params = conninfo_to_dict(reader_conninfo(url))
     assert params["target_session_attrs"] == "any"
     assert params["load_balance_hosts"] == "disable"
+
+
+@pytest.mark.parametrize(
+    ("url", "prefers"),
+    [
+        (MULTI, True),
+        (MULTI + "?target_session_attrs=any", False),
+        (MULTI + "?target_session_attrs=standby", False),
+        ("postgresql://reader@db1/registry", False),
+    ],
+)
+def test_reads_fall_back_to_a_primary_only_under_prefer_standby(url: str, prefers: bool):
+    """Only prefer-standby puts a read on a primary for want of a standby (and then the
+    service waits for a standby to come back)."""
+    assert prefers_standby(reader_conninfo(url)) is prefers
+
+
+def test_the_wait_for_a_standby_asks_the_same_hosts_for_a_standby_only():
+    """The probe connection: every host of the URL, target_session_attrs=standby."""
+    params = conninfo_to_dict(standby_conninfo(reader_conninfo(MULTI)))
+    assert params["host"] == "db1,db2"
+    assert params["port"] == "5432,5433"
+    assert params["target_session_attrs"] == "standby"
+    assert params["dbname"] == "registry"
 
 
 def test_one_host_is_left_as_it_is():
