@@ -119,6 +119,17 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]  # fmt: skip
 
 
+# Rows whose URL clients do not reach through nginx: the ceiling app's, and /metrics, which
+# deploy/nginx.conf answers 404 (Prometheus scrapes gunicorn directly). `make bench` drives
+# them where they are served; the load and fault tests through nginx leave them out.
+NOT_THROUGH_NGINX = frozenset({"ceiling-query", "metrics"})
+
+
+def public_urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The URLs of urls() that clients reach through nginx: what load and fault tests drive."""
+    return [row for row in urls(targets) if row[0] not in NOT_THROUGH_NGINX]
+
+
 ROW_KEYS = (
     "ceiling", "ceiling-query", "summary", "registry-summary", "first-page", "limit-200",
     "last-page", "flags", "search", "search-mix", "network", "by-id", "by-address", "metrics",

@@ -3,7 +3,7 @@
 python -m devtools.cluster_faults [--origins N] [--seconds 30] [--fault-at 8] [--down 10]
 
 Starts the loopback cluster of devtools.cluster with the demo graph of N origins, then, for
-each scenario, drives wrk through nginx at the ten URLs of `make bench` (mixed, with an
+each scenario, drives wrk through nginx at the public URLs of `make bench` (mixed, with an
 admin token) for --seconds, injects the fault --fault-at seconds in, and undoes it --down
 seconds later (where there is something to undo). Per scenario it prints the requests sent,
 the failed ones by status (a 503 with the contract's JSON body and Retry-After apart from
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from devtools.benchmark import demo_document, pick_targets, urls
+from devtools.benchmark import demo_document, pick_targets, public_urls
 from devtools.cluster import Cluster, pgbouncer_binary, start_cluster
 from devtools.loadtest import WrkResult, parse_wrk, write_script, wrk_command
 from devtools.production_stack import PREFIX, REPO, nginx_binary
@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         print("starting the cluster ...", flush=True)
         cluster = start_cluster(folder, document)
         try:
-            paths = [PREFIX + path for _, _, path in urls(pick_targets(cluster.primary.url))]
+            targets = pick_targets(cluster.primary.url)
+            paths = [PREFIX + path for _, _, path in public_urls(targets)]
             script = write_script(folder, paths, cluster.token())
             assert cluster.nginx is not None
             url = cluster.nginx.root + "/"

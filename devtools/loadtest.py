@@ -4,7 +4,7 @@ python -m devtools.loadtest load  [--origins N] [--seconds 60] [--connections 64
 python -m devtools.loadtest fault [--origins N] [--seconds 60] [--stop-at 20] [--down 10]
 
 Both serve a demo graph with gunicorn.conf.py behind deploy/nginx.conf and drive wrk at the
-/v1/ URLs (the ten URLs of `make bench`, picked at random per request, with an admin token),
+/v1/ URLs (the public URLs of `make bench`, picked at random per request, with an admin token),
 with a Lua script that sorts every answer by 100 ms, status and kind.
 
 load: the graph of `make bench` on the configured server; passes with zero errors and prints
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psycopg
 
-from devtools.benchmark import demo_document, pick_targets, prepare_database, urls
+from devtools.benchmark import demo_document, pick_targets, prepare_database, public_urls
 from devtools.production_stack import (
     PREFIX,
     REPO,
@@ -276,7 +276,7 @@ def start_stack(folder: Path, conninfo: str) -> Stack:
     except BaseException:
         gunicorn.stop()
         raise
-    paths = [PREFIX + path for _, _, path in urls(pick_targets(conninfo))]
+    paths = [PREFIX + path for _, _, path in public_urls(pick_targets(conninfo))]
     stack = Stack(folder, gunicorn, nginx, token, paths)
     check_every_url(nginx, paths, token)
     return stack
