@@ -22,18 +22,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-import orjson
 import psycopg
-from psycopg import errors, sql
 
-from registry.database.generations import schema_name
-from registry.database.migrations import SCHEMA_VERSION, apply_migrations
+from registry.database.migrations import apply_migrations
 from registry.database.queries import QUERIES
+from registry.loader import statements
 from registry.loader.beside import Beside
-from registry.loader.document import TABLES, Problem
 from registry.loader.parsing import ParsedDocument, parse_document
 from registry.loader.progress import LoadProgress
+from registry.loader.records import TABLES, Problem
 from registry.loader.rendering import OriginRender
+from registry.loader.statements import KeptGeneration
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
@@ -41,10 +40,6 @@ MAX_PROBLEMS = 20
 # connection beside the load's own (registry.loader.beside); below it one connection is quicker.
 BESIDE_FROM = 50_000
 DEFAULT_KEEP_GENERATIONS = 2
-# Tries at dropping a retired generation while pinned readers are inside it, and the pause
-# between them: about 5 s in all, then the next load tries again.
-DROP_ATTEMPTS = 11
-DROP_PAUSE_S = 0.5
 # A fingerprint of everything that shapes the stored graph: its tables, the load steps and
 # the schema every record is dumped with.
 GRAPH_FORMAT = hashlib.sha256(
@@ -109,16 +104,6 @@ class LoadRejected(Exception):
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class KeptGeneration:
-    """One generation still in the database after a load, and its disk use."""
-
-    generation: int
-    committed_at: datetime
-    origins: int
-    size_bytes: int | None
-
-
 @dataclass
 class LoadResult:
     """What a committed load put in, the generation it produced and the ones kept."""
@@ -156,10 +141,7 @@ def load_document(
         if parsed.problem_count:
             raise LoadRejected(parsed.problems, parsed.problem_count)
         with _beside(conn, parsed.counts["origin"]) as beside, conn.transaction():
-            conn.execute(QUERIES["meta/lock_loads"])
-            conn.execute(QUERIES["load/prepare_graph_next"])
-            conn.execute(QUERIES["load/use_graph_next"])
-            conn.execute(QUERIES["graph/create_tables"])
+            statements.open_graph_next(conn)
             _copy_spools(conn, parsed, progress, beside)
             timings["copy"] = time.monotonic() - started
             _check_whole_document(conn, progress, beside)
@@ -168,33 +150,18 @@ def load_document(
             timings["read_model"] = time.monotonic() - started
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
-            conn.execute(
-                QUERIES["load/record_graph_info"],
-                {
-                    "schema_version": SCHEMA_VERSION,
-                    "format": GRAPH_FORMAT,
-                    "counts": orjson.dumps(parsed.counts).decode(),
-                },
-            )
-            _grant_readers(conn)
-            conn.execute(QUERIES["load/analyze_graph_next"])
+            statements.record_graph_info(conn, GRAPH_FORMAT, parsed.counts)
+            statements.grant_readers(conn)
+            statements.analyze_graph_next(conn)
             progress.advance(1, step="swap and commit")
-            generation, committed_at = _record_generation(conn, parsed.counts["origin"])
-            elapsed = time.monotonic() - started
-            conn.execute(
-                QUERIES["meta/record_load"],
-                {
-                    "schema_version": SCHEMA_VERSION,
-                    "elapsed_ms": int(elapsed * 1000),
-                    "counts": orjson.dumps(parsed.counts).decode(),
-                },
-            )
+            generation, committed_at = statements.record_generation(conn, parsed.counts["origin"])
+            statements.record_load(conn, time.monotonic() - started, parsed.counts)
     finally:
         parsed.close()
     progress.advance(1, step="drop retired generations")
-    _drop_retired_generations(conn, keep_generations)
-    _vacuum_graph(conn)
-    conn.execute(QUERIES["load/record_generation_size"])
+    statements.drop_retired_generations(conn, keep_generations)
+    statements.vacuum_graph(conn)
+    statements.record_generation_size(conn)
     progress.advance(1)
     timings["total"] = time.monotonic() - started
     return LoadResult(
@@ -204,7 +171,7 @@ def load_document(
         timings,
         generation=generation,
         committed_at=committed_at,
-        kept=kept_generations(conn),
+        kept=statements.kept_generations(conn),
     )
 
 
@@ -255,35 +222,10 @@ def _copy_spools(
 
         def copy_carriages(side: psycopg.Connection) -> None:
             side.execute(QUERIES["graph/create_tables"])
-            _copy_kinds(side, parsed, ("carriage",), None)
+            statements.copy_kinds(side, parsed, ("carriage",), None)
 
         beside.fill(TABLES["carriage"][0], copy_carriages)
-    _copy_kinds(conn, parsed, kinds, progress)
-
-
-def _copy_kinds(
-    conn: psycopg.Connection,
-    parsed: ParsedDocument,
-    kinds: tuple[str, ...],
-    progress: LoadProgress | None,
-) -> None:
-    """COPY the spooled rows of each of kinds into its table, piece after piece."""
-    with conn.cursor() as cur:
-        for kind in kinds:
-            table, columns = TABLES[kind]
-            spools = [spools[kind] for spools in parsed.pieces if spools[kind].tell()]
-            if not spools:
-                continue
-            statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-                sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
-            )
-            with cur.copy(statement) as copy:
-                for spool in spools:
-                    spool.seek(0)
-                    while chunk := spool.read(1 << 20):
-                        copy.write(chunk)
-                        if progress is not None:
-                            progress.advance(len(chunk), step=table)
+    statements.copy_kinds(conn, parsed, kinds, progress)
 
 
 def _build_read_model(
@@ -301,58 +243,21 @@ def _build_read_model(
                 progress.phase("indexes", total=len(INDEX_STEPS))
             progress.advance(0, step=step.removeprefix("load/"))
             if step == "origin_sources":
-                _copy_sources(conn, render)
+                statements.copy_sources(conn, render)
             elif step == "render":
                 render.start()
                 if beside is not None:
-                    beside.fill("origin_docs", lambda side: _store_rendered(side, render))
+                    beside.fill("origin_docs", lambda side: statements.store_rendered(side, render))
             elif step == "origin_docs":
                 if beside is None:
-                    _store_rendered(conn, render)
+                    statements.store_rendered(conn, render)
                 else:
                     beside.take("origin_docs")
             elif step == "search_indexes":
-                _add_search_indexes(conn)
+                statements.add_search_indexes(conn)
             else:
                 conn.execute(QUERIES[step])
             progress.advance(1)
-
-
-def _add_search_indexes(conn: psycopg.Connection) -> bool:
-    """Trigram indexes for search where the server has pg_trgm; without it, search scans."""
-    try:
-        with conn.transaction():
-            conn.execute(QUERIES["load/create_search_extension"])
-            conn.execute(QUERIES["load/add_search_indexes"])
-        return True
-    except (
-        errors.FeatureNotSupported,
-        errors.UndefinedFile,
-        errors.UndefinedObject,
-        errors.InsufficientPrivilege,
-    ):
-        return False
-
-
-def _copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
-    """Stream every origin's fields, then every presentation, in position order, to the
-    render's two files."""
-    for name, path in (
-        ("load/copy_origin_sources", render.source),
-        ("load/copy_presentation_sources", render.presentations),
-    ):
-        with open(path, "wb") as target, conn.cursor() as cur, cur.copy(QUERIES[name]) as copy:
-            for chunk in copy:
-                target.write(chunk)
-
-
-def _store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:
-    """Create origin_docs, copy the rendered records in (in position order), index them."""
-    conn.execute(QUERIES["load/create_origin_docs"])
-    with conn.cursor() as cur, cur.copy(QUERIES["load/copy_origin_docs"]) as target:
-        for block in render.rendered():
-            target.write(block)
-    conn.execute(QUERIES["load/add_origin_docs_key"])
 
 
 def _check_whole_document(
@@ -371,127 +276,19 @@ def _check_whole_document(
         [check for check in WHOLE_DOCUMENT_CHECKS if (check[1] in CARRIAGE_REPORTS) == reads]
         for reads in (False, True)
     )
-    failed = _add_constraints(conn, progress, without, reports, failed=False)
+    failed = statements.add_constraints(conn, progress, without, reports, failed=False)
     if beside is not None:
         progress.advance(0, step="carriages (second connection)")
         beside.take(TABLES["carriage"][0])
-    _add_constraints(conn, progress, with_carriages, reports, failed)
+    statements.add_constraints(conn, progress, with_carriages, reports, failed)
     problems: list[Problem] = []
     total = 0
     for report in dict.fromkeys(reports):
-        found, count = _report(conn, report)
+        found, count = statements.run_report(conn, report, MAX_PROBLEMS)
         problems.extend(found)
         total += count
     if total:
         raise LoadRejected(problems, total)
-
-
-def _add_constraints(
-    conn: psycopg.Connection,
-    progress: LoadProgress,
-    checks: list[tuple[str | None, str]],
-    reports: list[str],
-    failed: bool,
-) -> bool:
-    """Add each check's constraint until one cannot be added; from then on (and for a check
-    with no constraint) put its report on reports. Whether one failed, now or before."""
-    for constraint, report in checks:
-        progress.advance(1, step=report.removeprefix("load/"))
-        if constraint is not None and not failed:
-            try:
-                with conn.transaction():
-                    conn.execute(QUERIES[constraint])
-                continue
-            except (errors.UniqueViolation, errors.ForeignKeyViolation):
-                failed = True
-        reports.append(report)
-    return failed
-
-
-def _report(conn: psycopg.Connection, name: str) -> tuple[list[Problem], int]:
-    """Run one report query: its first problems and how many there are in all."""
-    rows = conn.execute(QUERIES[name], {"limit": MAX_PROBLEMS}).fetchall()
-    problems = [Problem(line, field_name, message) for line, field_name, message, _ in rows]
-    return problems, (rows[0][3] if rows else 0)
-
-
-def _grant_readers(conn: psycopg.Connection) -> None:
-    """Give the registered read-only roles SELECT on the new graph."""
-    for (role,) in conn.execute(QUERIES["load/grant_readers"]).fetchall():
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
-        conn.execute(
-            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph_next TO {}").format(
-                sql.Identifier(role)
-            )
-        )
-
-
-def _record_generation(conn: psycopg.Connection, origins: int) -> tuple[int, datetime]:
-    """Number the new graph, keep the live one as graph_g<n>, and make the new one live."""
-    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-    retired = None
-    if present and present[0]:
-        live = conn.execute(QUERIES["load/get_live_generation"]).fetchone()
-        assert live is not None and live[0] is not None  # migration 002 numbered older graphs
-        retired = schema_name(int(live[0]))
-    row = conn.execute(QUERIES["load/record_generation"], {"origins": origins}).fetchone()
-    assert row is not None  # INSERT ... RETURNING of one row
-    if retired is None:
-        conn.execute(QUERIES["load/publish_first_graph"])
-    else:
-        conn.execute(sql.SQL(QUERIES["load/swap_graph"]).format(retired=sql.Identifier(retired)))
-    return int(row[0]), row[1]
-
-
-def _drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
-    """Drop generations past the newest keep, when no reader is inside them.
-
-    Each drop first takes all the generation's tables at once without waiting, so pinned
-    readers never queue behind it (they wait only for the DROP itself, milliseconds); while
-    readers are inside, it tries again a few times, then leaves the generation to the next
-    load: until then it is still kept (and reported so), and pinned reads of it keep working.
-    """
-    rows = conn.execute(QUERIES["load/list_generations_to_drop"], {"keep": keep}).fetchall()
-    for (generation,) in rows:
-        schema = schema_name(int(generation))
-        for attempt in range(DROP_ATTEMPTS):
-            if attempt:
-                time.sleep(DROP_PAUSE_S)
-            try:
-                with conn.transaction():
-                    _drop_generation(conn, int(generation), schema)
-                break
-            except errors.LockNotAvailable:
-                continue
-
-
-def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
-    """In the caller's transaction: lock every table of schema, drop it, mark it dropped."""
-    conn.execute(QUERIES["load/set_lock_timeout"])
-    tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
-    if tables:
-        names = sql.SQL(", ").join(sql.Identifier(schema, table) for (table,) in tables)
-        conn.execute(sql.SQL(QUERIES["load/lock_generation_tables"]).format(tables=names))
-    conn.execute(
-        sql.SQL(QUERIES["load/drop_generation_schema"]).format(schema=sql.Identifier(schema))
-    )
-    conn.execute(QUERIES["load/mark_generation_dropped"], {"generation": generation})
-
-
-def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
-    """Every generation still kept, newest first, with its disk use."""
-    rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
-    return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size in rows]
-
-
-def _vacuum_graph(conn: psycopg.Connection) -> None:
-    """Set the visibility map so that the read model's index-only scans skip the heap."""
-    autocommit = conn.autocommit
-    conn.autocommit = True
-    try:
-        conn.execute(QUERIES["load/vacuum_read_model"])
-    finally:
-        conn.autocommit = autocommit
 
 
 def load_counts_line(result: LoadResult) -> str:

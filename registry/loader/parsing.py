@@ -24,7 +24,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from registry.loader.document import TABLES, DocumentReader, Problem, second_record
+from registry.loader.document import DocumentReader
+from registry.loader.records import TABLES, Problem, second_record
 from registry.loader.workers import (
     WorkerProcesses,
     count_lines,

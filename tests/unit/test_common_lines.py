@@ -1,4 +1,4 @@
-"""registry/loader/document.py: the common line written out per record type.
+"""registry/loader/common_lines.py: the common line written out per record type.
 
 DocumentReader first hands a line's parsed record to a function compiled from RECORD_FIELDS
 for its type, which gives the line's COPY text when the record has every field, breaks no
@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import registry.loader.document as document
-from registry.loader.document import TABLES, DocumentReader
+import registry.loader.common_lines as common_lines
+from registry.loader.document import DocumentReader
+from registry.loader.records import TABLES
 from tests.unit.test_record_checks import EDGES, VALID, records
 
 # Texts COPY must escape or the fast path must not take as they are, beside plain ones.
@@ -42,13 +43,13 @@ def read(lines: list[bytes], common: bool) -> tuple[dict[str, str], DocumentRead
     """Read lines as a document, with the compiled common lines on or off."""
     spools = {kind: io.StringIO() for kind in TABLES}
     reader = DocumentReader(spools, max_problems=1000)
-    saved = dict(document._COMMON_LINE)
+    saved = dict(common_lines.COMMON_LINE)
     if not common:
-        document._COMMON_LINE.clear()
+        common_lines.COMMON_LINE.clear()
     try:
         reader.read(io.BytesIO(b"".join(lines)))
     finally:
-        document._COMMON_LINE.update(saved)
+        common_lines.COMMON_LINE.update(saved)
     return {kind: spool.getvalue() for kind, spool in spools.items()}, reader
 
 
@@ -114,13 +115,13 @@ def test_every_edge_and_awkward_text_in_every_field_is_read_alike() -> None:
     assert_read_alike([raw + b"\n" for raw in variants])
 
 
-@pytest.mark.parametrize("kind", sorted(document._COMMON_LINE))
+@pytest.mark.parametrize("kind", sorted(common_lines.COMMON_LINE))
 def test_well_formed_records_take_the_common_line(kind: str) -> None:
     """The common records of a document are written by the compiled function, and as the
     general path writes them."""
     record = {"type": kind, **VALID[kind]}
     raw = orjson.dumps(record)
-    text = document._COMMON_LINE[kind](raw, record)
+    text = common_lines.COMMON_LINE[kind](raw, record)
     assert text is not None
     rows, _ = read([raw + b"\n"], common=False)
     assert rows[kind] == f"{text}\t1\n"
@@ -131,8 +132,8 @@ def test_an_escaped_quote_or_a_repeated_key_takes_the_general_path() -> None:
     record's keys and texts need is left to the general path."""
     record = {"type": "network", "id": "n1", "name": 'say "hi"'}
     raw = orjson.dumps(record)
-    assert document._COMMON_LINE["network"](raw, orjson.loads(raw)) is None
+    assert common_lines.COMMON_LINE["network"](raw, orjson.loads(raw)) is None
     record = {"type": "network", "id": "n1", "name": "n"}
     raw = repeat_key(orjson.dumps(record), record, "name")
-    assert document._COMMON_LINE["network"](raw, orjson.loads(raw)) is None
+    assert common_lines.COMMON_LINE["network"](raw, orjson.loads(raw)) is None
     assert_read_alike([raw + b"\n"])

@@ -109,13 +109,11 @@ def test_data_key_and_attribute_are_honoured() -> None:
 
 
 def test_other_schemas_compile_too() -> None:
-    """The summary envelope compiles (its fields are among those reproduced) or is refused."""
-    try:
-        dump = compile_dump(IntegrationStatusSchema)
-    except Unsupported:
-        return
-    record = {"success": True, "connected": False}
-    assert orjson.dumps(dump(record)) == orjson.dumps(IntegrationStatusSchema().dump(record))
+    """The summary envelope is refused, naming the field it cannot reproduce (generated_at, a
+    DateTime), rather than compiled into a dump that might differ: only OriginSchema, whose
+    fields are all reproduced, is compiled for the loader."""
+    with pytest.raises(Unsupported, match="generated_at: field class DateTime"):
+        compile_dump(IntegrationStatusSchema)
 
 
 class WithMethod(Schema):

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from registry.loader.demo import write_demo_document
-from registry.loader.document import check_record
+from registry.loader.records import check_record
 
 ORIGINS = 2000
 

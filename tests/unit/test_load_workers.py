@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from registry.loader import parsing, rendering
 from registry.loader.demo import write_demo_document
-from registry.loader.document import MAX_LINE_BYTES, TABLES
+from registry.loader.document import MAX_LINE_BYTES
 from registry.loader.loading import MAX_PROBLEMS, LoadRejected
 from registry.loader.parsing import parse_document
 from registry.loader.progress import LoadProgress
+from registry.loader.records import TABLES
 from registry.loader.rendering import PARALLEL_FROM, OriginRender
 from registry.loader.workers import WorkerFailed, WorkerProcesses, line_ranges
 

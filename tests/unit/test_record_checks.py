@@ -1,4 +1,4 @@
-"""registry/loader/document.py: the common case written out per record type.
+"""registry/loader/records.py: the common case written out per record type.
 
 check_record first tries a function compiled from RECORD_FIELDS for the record's type,
 which gives the checked values of a record that has every field and breaks no rule, and
@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import registry.loader.document as document
-from registry.loader.document import (
+import registry.loader.records as record_checks
+from registry.loader.fields import (
     INT32_MAX,
     MAX_ID_LENGTH,
     MAX_TEXT_LENGTH,
     RECORD_FIELDS,
-    check_record,
 )
+from registry.loader.records import check_record
 
 UUID = "0cb88c21-b953-48e5-9e64-4db7fb76eab3"
 # Values near every rule's edges (half of the draws), or anything else JSON can give.
@@ -132,12 +132,12 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
 
 def general_path(line: int, record: dict[str, Any]) -> Any:
     """check_record with the compiled common case switched off."""
-    saved = dict(document._COMMON_CASE)
-    document._COMMON_CASE.update({kind: lambda _record: None for kind in saved})
+    saved = dict(record_checks._COMMON_CASE)
+    record_checks._COMMON_CASE.update({kind: lambda _record: None for kind in saved})
     try:
         return check_record(line, record)
     finally:
-        document._COMMON_CASE.update(saved)
+        record_checks._COMMON_CASE.update(saved)
 
 
 @settings(max_examples=4000, deadline=None)
@@ -151,7 +151,7 @@ def test_both_paths_check_alike(record: dict[str, Any]) -> None:
 def test_well_formed_records_take_the_compiled_path(kind: str) -> None:
     """The common records of a document are checked by the compiled function."""
     record = {"type": kind, **VALID[kind]}
-    values = document._COMMON_CASE[record["type"]](record)
+    values = record_checks._COMMON_CASE[record["type"]](record)
     assert values is not None
     assert check_record(1, record) == general_path(1, record)
 

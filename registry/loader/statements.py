@@ -1,0 +1,250 @@
+"""The statements a load's phases run (registry.loader.loading), one function each.
+
+Each runs on the connection it is given, inside the caller's transaction unless it says
+otherwise; none decides what comes next. The SQL itself is in sql/load/ and sql/meta/.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import orjson
+import psycopg
+from psycopg import errors, sql
+
+from registry.database.generations import schema_name
+from registry.database.migrations import SCHEMA_VERSION
+from registry.database.queries import QUERIES
+from registry.loader.parsing import ParsedDocument
+from registry.loader.progress import LoadProgress
+from registry.loader.records import TABLES, Problem
+from registry.loader.rendering import OriginRender
+
+# Tries at dropping a retired generation while pinned readers are inside it, and the pause
+# between them: about 5 s in all, then the next load tries again.
+DROP_ATTEMPTS = 11
+DROP_PAUSE_S = 0.5
+
+
+@dataclass(frozen=True)
+class KeptGeneration:
+    """One generation still in the database after a load, and its disk use."""
+
+    generation: int
+    committed_at: datetime
+    origins: int
+    size_bytes: int | None
+
+
+def open_graph_next(conn: psycopg.Connection) -> None:
+    """Take the load lock, and create an empty graph_next with the graph's tables."""
+    conn.execute(QUERIES["meta/lock_loads"])
+    conn.execute(QUERIES["load/prepare_graph_next"])
+    conn.execute(QUERIES["load/use_graph_next"])
+    conn.execute(QUERIES["graph/create_tables"])
+
+
+def copy_kinds(
+    conn: psycopg.Connection,
+    parsed: ParsedDocument,
+    kinds: tuple[str, ...],
+    progress: LoadProgress | None,
+) -> None:
+    """COPY the spooled rows of each of kinds into its table, piece after piece."""
+    with conn.cursor() as cur:
+        for kind in kinds:
+            table, columns = TABLES[kind]
+            spools = [spools[kind] for spools in parsed.pieces if spools[kind].tell()]
+            if not spools:
+                continue
+            statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+                sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+            )
+            with cur.copy(statement) as copy:
+                for spool in spools:
+                    spool.seek(0)
+                    while chunk := spool.read(1 << 20):
+                        copy.write(chunk)
+                        if progress is not None:
+                            progress.advance(len(chunk), step=table)
+
+
+def add_search_indexes(conn: psycopg.Connection) -> bool:
+    """Trigram indexes for search where the server has pg_trgm; without it, search scans."""
+    try:
+        with conn.transaction():
+            conn.execute(QUERIES["load/create_search_extension"])
+            conn.execute(QUERIES["load/add_search_indexes"])
+        return True
+    except (
+        errors.FeatureNotSupported,
+        errors.UndefinedFile,
+        errors.UndefinedObject,
+        errors.InsufficientPrivilege,
+    ):
+        return False
+
+
+def copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
+    """Stream every origin's fields, then every presentation, in position order, to the
+    render's two files."""
+    for name, path in (
+        ("load/copy_origin_sources", render.source),
+        ("load/copy_presentation_sources", render.presentations),
+    ):
+        with open(path, "wb") as target, conn.cursor() as cur, cur.copy(QUERIES[name]) as copy:
+            for chunk in copy:
+                target.write(chunk)
+
+
+def store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:
+    """Create origin_docs, copy the rendered records in (in position order), index them."""
+    conn.execute(QUERIES["load/create_origin_docs"])
+    with conn.cursor() as cur, cur.copy(QUERIES["load/copy_origin_docs"]) as target:
+        for block in render.rendered():
+            target.write(block)
+    conn.execute(QUERIES["load/add_origin_docs_key"])
+
+
+def add_constraints(
+    conn: psycopg.Connection,
+    progress: LoadProgress,
+    checks: list[tuple[str | None, str]],
+    reports: list[str],
+    failed: bool,
+) -> bool:
+    """Add each check's constraint until one cannot be added; from then on (and for a check
+    with no constraint) put its report on reports. Whether one failed, now or before."""
+    for constraint, report in checks:
+        progress.advance(1, step=report.removeprefix("load/"))
+        if constraint is not None and not failed:
+            try:
+                with conn.transaction():
+                    conn.execute(QUERIES[constraint])
+                continue
+            except (errors.UniqueViolation, errors.ForeignKeyViolation):
+                failed = True
+        reports.append(report)
+    return failed
+
+
+def run_report(conn: psycopg.Connection, name: str, limit: int) -> tuple[list[Problem], int]:
+    """Run one report query: its first limit problems and how many there are in all."""
+    rows = conn.execute(QUERIES[name], {"limit": limit}).fetchall()
+    problems = [Problem(line, field_name, message) for line, field_name, message, _ in rows]
+    return problems, (rows[0][3] if rows else 0)
+
+
+def grant_readers(conn: psycopg.Connection) -> None:
+    """Give the registered read-only roles SELECT on the new graph."""
+    for (role,) in conn.execute(QUERIES["load/grant_readers"]).fetchall():
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph_next TO {}").format(
+                sql.Identifier(role)
+            )
+        )
+
+
+def record_generation(conn: psycopg.Connection, origins: int) -> tuple[int, datetime]:
+    """Number the new graph, keep the live one as graph_g<n>, and make the new one live."""
+    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+    retired = None
+    if present and present[0]:
+        live = conn.execute(QUERIES["load/get_live_generation"]).fetchone()
+        assert live is not None and live[0] is not None  # migration 002 numbered older graphs
+        retired = schema_name(int(live[0]))
+    row = conn.execute(QUERIES["load/record_generation"], {"origins": origins}).fetchone()
+    assert row is not None  # INSERT ... RETURNING of one row
+    if retired is None:
+        conn.execute(QUERIES["load/publish_first_graph"])
+    else:
+        conn.execute(sql.SQL(QUERIES["load/swap_graph"]).format(retired=sql.Identifier(retired)))
+    return int(row[0]), row[1]
+
+
+def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
+    """Drop generations past the newest keep, when no reader is inside them.
+
+    Each drop first takes all the generation's tables at once without waiting, so pinned
+    readers never queue behind it (they wait only for the DROP itself, milliseconds); while
+    readers are inside, it tries again a few times, then leaves the generation to the next
+    load: until then it is still kept (and reported so), and pinned reads of it keep working.
+    """
+    rows = conn.execute(QUERIES["load/list_generations_to_drop"], {"keep": keep}).fetchall()
+    for (generation,) in rows:
+        schema = schema_name(int(generation))
+        for attempt in range(DROP_ATTEMPTS):
+            if attempt:
+                time.sleep(DROP_PAUSE_S)
+            try:
+                with conn.transaction():
+                    _drop_generation(conn, int(generation), schema)
+                break
+            except errors.LockNotAvailable:
+                continue
+
+
+def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
+    """In the caller's transaction: lock every table of schema, drop it, mark it dropped."""
+    conn.execute(QUERIES["load/set_lock_timeout"])
+    tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
+    if tables:
+        names = sql.SQL(", ").join(sql.Identifier(schema, table) for (table,) in tables)
+        conn.execute(sql.SQL(QUERIES["load/lock_generation_tables"]).format(tables=names))
+    conn.execute(
+        sql.SQL(QUERIES["load/drop_generation_schema"]).format(schema=sql.Identifier(schema))
+    )
+    conn.execute(QUERIES["load/mark_generation_dropped"], {"generation": generation})
+
+
+def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
+    """Every generation still kept, newest first, with its disk use."""
+    rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
+    return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size in rows]
+
+
+def vacuum_graph(conn: psycopg.Connection) -> None:
+    """Set the visibility map so that the read model's index-only scans skip the heap."""
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        conn.execute(QUERIES["load/vacuum_read_model"])
+    finally:
+        conn.autocommit = autocommit
+
+
+def record_graph_info(conn: psycopg.Connection, graph_format: str, counts: dict[str, int]) -> None:
+    """Write into graph_next what it holds: the schema version, the format, the counts."""
+    conn.execute(
+        QUERIES["load/record_graph_info"],
+        {
+            "schema_version": SCHEMA_VERSION,
+            "format": graph_format,
+            "counts": orjson.dumps(counts).decode(),
+        },
+    )
+
+
+def analyze_graph_next(conn: psycopg.Connection) -> None:
+    """Gather the planner's statistics on the new graph before it goes live."""
+    conn.execute(QUERIES["load/analyze_graph_next"])
+
+
+def record_load(conn: psycopg.Connection, elapsed_s: float, counts: dict[str, int]) -> None:
+    """Add the load to the log of loads, with the time it took so far."""
+    conn.execute(
+        QUERIES["meta/record_load"],
+        {
+            "schema_version": SCHEMA_VERSION,
+            "elapsed_ms": int(elapsed_s * 1000),
+            "counts": orjson.dumps(counts).decode(),
+        },
+    )
+
+
+def record_generation_size(conn: psycopg.Connection) -> None:
+    """Note the disk use of the generation just committed (after its commit)."""
+    conn.execute(QUERIES["load/record_generation_size"])
