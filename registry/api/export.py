@@ -7,25 +7,41 @@ batch, the first bytes leave after the first small batch, and every row comes fr
 snapshot the export started on. Both formats send what the load stored: the records for
 NDJSON, the CSV rows of origin_csv for CSV (registry.api.origin_csv), nothing decoded.
 
+Capacity (contract 11, docs/export.md):
+- At most REGISTRY_MAX_EXPORTS exports stream at once on one instance (registry.api.
+  export_slots); one more is a 503 at once, so the other workers stay free for pages.
+- A client may read as slowly as it likes while it keeps reading: the transaction is exempt
+  from the idle limit, a thread keeps gunicorn's heartbeat going while a write waits, and
+  only a write that moves no data for REGISTRY_EXPORT_SEND_TIMEOUT_S (the client stopped
+  reading) ends the export, cut.
+- `Registry-Total` says how many rows will follow, from the export's own snapshot.
+
 The connection outlives the request: Flask's teardown runs before a streamed body is
 written, so the body takes the request's connection over and gives it back itself when the
 last batch is out, when the client goes away (the server closes the body: the transaction is
 rolled back, which drops the cursor) or when anything fails on the way. A failure after the
 first bytes cuts the answer short (the server closes the connection without ending the
-chunked body), so a client never mistakes a partial export for a whole one.
+chunked body; through nginx too, which speaks HTTP/1.1 to gunicorn), so a client never
+mistakes a partial export for a whole one.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
-from flask import Response, current_app, request
+from flask import Flask, Response, current_app, request
 
 from registry.api.connection import take_connection
-from registry.api.errors import error_response
+from registry.api.errors import DATABASE_UNAVAILABLE, error_response
+from registry.api.export_slots import ExportSlots
 from registry.api.generations import not_modified_early, stamped
+from registry.api.metrics import count_export_refused, observe_export_ended, observe_export_started
 from registry.api.origin_csv import OriginCsvWriter, stored_rows
 from registry.database.exports import close_origin_export, fetch_export_batch, open_origin_export
 from registry.database.generations import Stamp
@@ -42,9 +58,44 @@ FILE_NAMES = {NDJSON: "origins.ndjson", CSV: "origins.csv"}
 # round trips cost little and small enough that a worker's memory stays flat.
 FIRST_BATCH = 100
 BATCH = 2000
-# A batch is written in pieces of at most this many bytes, with a heartbeat after each: a
-# client reading slowly but steadily keeps the export alive, one that stopped does not.
-PIECE = 256 * 1024
+# A batch is written in pieces of at most this many bytes (a memory bound on what one write
+# holds, and the unit by which a cut is told apart from a send timeout).
+PIECE = 64 * 1024
+# The slowest reader an export serves to the end (contract 11), in bytes a second.
+SLOWEST_RATE = 10 * 1024
+# How often an export tells gunicorn its worker is alive (well within any worker timeout).
+HEARTBEAT_S = 1.0
+
+
+def send_buffer_size(send_timeout: float) -> int:
+    """The export socket's send buffer: small enough that a reader at SLOWEST_RATE frees room
+    within a quarter of the send timeout.
+
+    A writer blocked on a full send buffer is woken only once a good part of it is free (about
+    half), and the buffer Linux tunes by itself grows to megabytes: at 10 KB/s a write could
+    then wait minutes for room, and the send timeout would cut a client that is reading.
+    Capped, the wait is bounded by the reader's rate. (Behind nginx the reader is nginx on
+    loopback, where a small buffer costs no throughput.)
+    """
+    return max(16 * 1024, int(SLOWEST_RATE * send_timeout / 4))
+
+
+def limit_sending(sock: socket.socket, send_timeout: float) -> None:
+    """Bound how long a write to this client may take no data (SO_SNDTIMEO) and the send
+    buffer. The kernel's timeout runs per call and restarts whenever data moves, so a slow
+    but steady reader is never cut, and one that takes nothing for send_timeout is: the
+    write fails and the server ends the answer, cut."""
+    seconds = int(send_timeout)
+    micros = int((send_timeout - seconds) * 1_000_000)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, micros))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_size(send_timeout))
+
+
+def init_exports(app: Flask) -> None:
+    """The instance's export slots (contract 11), shared by its workers through one file."""
+    app.extensions["registry_export_slots"] = ExportSlots(
+        int(app.config["REGISTRY_MAX_EXPORTS"]), app.config.get("REGISTRY_EXPORT_SLOTS_FILE")
+    )
 
 
 def negotiated_type() -> str | None:
@@ -61,24 +112,60 @@ def not_acceptable() -> Response:
     return response
 
 
+def export_limit_reached(limit: int) -> Response:
+    """503 at once: this instance already streams as many exports as it may (contract 11)."""
+    retry = str(current_app.config["REGISTRY_RETRY_AFTER_S"])
+    response = error_response(
+        503,
+        "Service Unavailable",
+        {"Retry-After": retry},
+        message=f"export limit reached: at most {limit} exports stream at once on this "
+        "instance (REGISTRY_MAX_EXPORTS); retry later",
+    )
+    response.vary.add("Accept")
+    return response
+
+
 def _ndjson(docs: list[bytes]) -> bytes:
     """One record per line."""
     return b"\n".join(docs) + b"\n"
 
 
 class ExportBody:
-    """The streamed body: batches written as fetched; the connection given back on close."""
+    """The streamed body: batches written as fetched; the connection and the export's slot
+    given back on close."""
 
-    def __init__(self, representation: str, filters: dict[str, Any], generation: int | None):
-        """Open the export now, so that a database failure is still a plain 503."""
-        self._conn, self._give_back = take_connection()
-        self._cursor: psycopg.ServerCursor | None = None
+    def __init__(
+        self,
+        representation: str,
+        filters: dict[str, Any],
+        generation: int | None,
+        release: Callable[[], None],
+    ):
+        """Open the export now, so that a database failure is still a plain 503.
+
+        release gives the export's slot back; it is called exactly once, on close.
+        """
+        self._release = release
         self._open = True
-        # gunicorn's sync worker is declared dead when it shows no sign of life for its
-        # timeout; an export shows one after each batch written (gunicorn.conf.py wires it).
+        self._finished = False
+        self._failed = False
+        self._written_at: float | None = None
+        self._streaming = False
+        self._ended = threading.Event()
+        self._cursor: psycopg.ServerCursor | None = None
+        try:
+            self._conn, self._give_back = take_connection()
+        except BaseException:
+            self._open = False
+            release()
+            raise
+        # The worker's heartbeat for gunicorn (gunicorn.conf.py wires it; None elsewhere).
         self._heartbeat: Callable[[], None] | None = current_app.extensions.get(
             "registry_heartbeat"
         )
+        self._send_timeout = float(current_app.config["REGISTRY_EXPORT_SEND_TIMEOUT_S"])
+        self._socket = request.environ.get("gunicorn.socket")
         self.stamp: Stamp
         try:
             opened = open_origin_export(
@@ -88,6 +175,7 @@ class ExportBody:
             self.close()
             raise
         self.stamp, self._cursor, self._first = opened.stamp, opened.cursor, opened.first
+        self.total = opened.total
         self._render: Callable[[list[bytes]], bytes]
         if representation == CSV:
             writer = OriginCsvWriter()
@@ -97,9 +185,18 @@ class ExportBody:
         else:
             self._head = b""
             self._render = _ndjson
+        self._streaming = True
+        observe_export_started()
 
     def __iter__(self) -> Iterator[bytes]:
         """The header (CSV), then each batch as soon as it is fetched."""
+        if self._socket is not None:
+            limit_sending(self._socket, self._send_timeout)
+        if self._heartbeat is not None:
+            # gunicorn kills a sync worker that shows no sign of life for its timeout; a write
+            # to a slow reader may block for long, so a thread shows it while the export runs
+            # (the send and statement timeouts bound the export itself).
+            threading.Thread(target=self._beat, name="export-heartbeat", daemon=True).start()
         try:
             batch, self._first = self._first, []
             if self._head or batch:
@@ -108,43 +205,79 @@ class ExportBody:
                 batch = fetch_export_batch(self._cursor, BATCH)
                 if batch:
                     yield from self._pieces(self._render(batch))
+            self._finished = True
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._failed = True
+            raise
         finally:
             self.close()
 
     def _pieces(self, data: bytes) -> Iterator[bytes]:
-        """data in pieces of at most PIECE bytes, a heartbeat after each one is written."""
+        """data in pieces of at most PIECE bytes, noting when each one's write began."""
         for start in range(0, len(data), PIECE):
+            self._written_at = time.monotonic()
             yield data if len(data) <= PIECE else data[start : start + PIECE]
-            if self._heartbeat is not None:
-                self._heartbeat()
+            self._written_at = None
+
+    def _beat(self) -> None:
+        """Show gunicorn the worker is alive, every HEARTBEAT_S, until the export ends."""
+        assert self._heartbeat is not None
+        while not self._ended.wait(HEARTBEAT_S):
+            self._heartbeat()
 
     def close(self) -> None:
         """End the export and give the connection back (once; the server calls this too)."""
         if not self._open:
             return
         self._open = False
+        self._ended.set()
+        started = self._streaming
         try:
             close_origin_export(self._conn, self._cursor)
         finally:
             self._give_back()
+            self._release()
+            if started:
+                observe_export_ended(None if self._finished else self._cut_cause())
+
+    def _cut_cause(self) -> str:
+        """Why the export ends early: the server stopped writing to a client that went away or
+        stopped reading, or anything else (the database, a shutdown)."""
+        if self._failed or self._written_at is None:
+            return "other"
+        waited = time.monotonic() - self._written_at
+        # A piece the client did not take within the send timeout; else the client left.
+        return "send_timeout" if waited >= self._send_timeout * 0.95 else "client_gone"
 
 
 def export_origins(representation: str, filters: dict[str, Any]) -> Response:
-    """200 with every origin the filters match, streamed as NDJSON or CSV; or 304.
+    """200 with every origin the filters match, streamed as NDJSON or CSV; or 304; or 503 when
+    the instance's exports are all taken.
 
     The generation headers and conditional requests are the JSON listing's (contract 7),
-    with an ETag of its own for each representation.
+    with an ETag of its own for each representation. `Registry-Total` is the number of rows
+    that follow (lines of NDJSON, CSV rows after the header).
     """
     generation = filters.pop("generation", None)
     early = not_modified_early(generation, representation=representation)
     if early is not None:
         early.vary.add("Accept")
         return early
-    body = ExportBody(representation, filters, generation)
+    slots: ExportSlots = current_app.extensions["registry_export_slots"]
+    slot = slots.acquire()
+    if slot is None:
+        count_export_refused("limit")
+        return export_limit_reached(slots.limit)
+    try:
+        body = ExportBody(representation, filters, generation, lambda: slots.release(slot))
+    except DATABASE_UNAVAILABLE:
+        count_export_refused("unavailable")
+        raise
     response = Response(body, mimetype=None, content_type=CONTENT_TYPES[representation])
     response.headers["Content-Disposition"] = f'attachment; filename="{FILE_NAMES[representation]}"'
-    # nginx passes this answer on as it comes instead of buffering it (deploy/nginx.conf).
-    response.headers["X-Accel-Buffering"] = "no"
+    response.headers["Registry-Total"] = str(body.total)
     response.vary.add("Accept")
     answer = stamped(response, body.stamp, representation)
     if answer is not response:

@@ -137,6 +137,30 @@ POOL_WAITING = Gauge(
     multiprocess_mode="livesum",
 )
 
+EXPORTS_IN_FLIGHT = Gauge(
+    "registry_exports_in_flight",
+    "Exports (NDJSON, CSV) streaming right now, summed over live workers.",
+    multiprocess_mode="livesum",
+)
+EXPORT_REFUSALS = Counter(
+    "registry_exports_refused",
+    "Exports refused before their first byte: the instance's limit (503, REGISTRY_MAX_EXPORTS)"
+    " or the database (503).",
+    ("cause",),
+)
+EXPORT_CUTS = Counter(
+    "registry_exports_cut",
+    "Exports that ended before their last row: the client went away, stopped reading for the"
+    " send timeout, or anything else (the database, a shutdown).",
+    ("cause",),
+)
+EXPORT_REFUSAL_CAUSES = ("limit", "unavailable")
+EXPORT_CUT_CAUSES = ("client_gone", "send_timeout", "other")
+
+for _cause in EXPORT_REFUSAL_CAUSES:
+    EXPORT_REFUSALS.labels(_cause)
+for _cause in EXPORT_CUT_CAUSES:
+    EXPORT_CUTS.labels(_cause)
 for _cause in UNAVAILABLE_CAUSES:
     UNAVAILABLE.labels(_cause)
 for _reason in REJECTION_REASONS:
@@ -156,6 +180,23 @@ def count_token_rejection(reason: str) -> None:
 def count_unavailable(cause: str) -> None:
     """One 503; cause is one of UNAVAILABLE_CAUSES."""
     UNAVAILABLE.labels(cause).inc()
+
+
+def count_export_refused(cause: str) -> None:
+    """One export refused; cause is one of EXPORT_REFUSAL_CAUSES."""
+    EXPORT_REFUSALS.labels(cause).inc()
+
+
+def observe_export_started() -> None:
+    """One more export streaming in this process."""
+    EXPORTS_IN_FLIGHT.inc()
+
+
+def observe_export_ended(cut: str | None) -> None:
+    """One export ended: whole (cut None), or cut for a cause of EXPORT_CUT_CAUSES."""
+    EXPORTS_IN_FLIGHT.dec()
+    if cut is not None:
+        EXPORT_CUTS.labels(cut).inc()
 
 
 # This process's last pool figures written: (pid, open, in use, waiting). A gauge is a

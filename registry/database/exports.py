@@ -3,7 +3,14 @@
 An export is one read-only REPEATABLE READ transaction holding one server-side cursor over
 the same access paths as the listing (one SQL file each, without page and total). The
 caller fetches batches as it writes them and ends the export when it is done or the client
-has gone; nothing is held in memory beyond one batch.
+has gone; nothing is held in memory beyond one batch. The number of rows it will send
+(contract §11, `Registry-Total`) is the listing's total, read in the same snapshot.
+
+The transaction may wait on a slow client for as long as the client keeps reading, so it
+is exempt from idle_in_transaction_session_timeout (origins/set_export_settings.sql); the
+caller bounds it instead, by its send timeout. While it is open, the tables it reads are
+locked against a load's drop of their generation (the load leaves that drop to a later load,
+registry.loader.loading), so a load never cuts an export on the server it reads.
 
 Each access path reads either the stored records (JSON text, for NDJSON) or the CSV rows
 the load built beside them (origin_csv, load/build_origin_csv.sql; one `*_as_csv` file per
@@ -22,9 +29,10 @@ from psycopg.adapt import Buffer, Loader
 
 from registry.database.generations import Stamp, graph_statement, read_generation
 from registry.database.queries import QUERIES
-from registry.database.repository import like_pattern, matching_combos
+from registry.database.repository import like_pattern, list_origins, matching_combos
 
 _BEGIN = QUERIES["origins/begin_export"]
+_SETTINGS = QUERIES["origins/set_export_settings"]
 _EXPORT_ALL = "origins/export_all_origins"
 _EXPORT_BY_FLAGS = "origins/export_origins_by_flags"
 _EXPORT_BY_NETWORK = "origins/export_origins_by_network"
@@ -49,13 +57,15 @@ class _RawText(Loader):
 
 @dataclass(frozen=True)
 class OpenedExport:
-    """An export under way: its stamp, its cursor, the first rows, and what the rows are."""
+    """An export under way: its stamp, its cursor, the first rows, what the rows are, and how
+    many there will be."""
 
     stamp: Stamp
     cursor: psycopg.ServerCursor
     first: list[bytes]
     # The rows are CSV lines (origin_csv); else stored records (JSON text).
     csv_rows: bool
+    total: int = 0
 
 
 def _export_query(filters: dict[str, Any], csv_rows: bool = False) -> tuple[str, dict[str, Any]]:
@@ -105,12 +115,14 @@ def open_origin_export(
         # A pinned read may try another schema after a load renamed them: start afresh.
         close_origin_export(conn, opened.pop() if opened else None)
         conn.execute(_BEGIN)
+        conn.execute(_SETTINGS)
         cursor = conn.cursor(CURSOR_NAME)
         opened.append(cursor)
         stamp_query = graph_statement(_STAMP, schema)
         try:
             before = conn.execute(stamp_query).fetchone()
             stored_csv = csv_rows and _has_csv_rows(conn, schema)
+            total = list_origins(conn, filters, 0, 0, schema)[1].total
             name, params = _export_query(filters, stored_csv)
             cursor.adapters.register_loader("text", _RawText)
             cursor.execute(graph_statement(name, schema), params)
@@ -122,7 +134,7 @@ def open_origin_export(
         if before is None or after != before:
             return MOVED, OpenedExport(MOVED, cursor, [], stored_csv)
         stamp = Stamp(int(before[0]), before[1])
-        return stamp, OpenedExport(stamp, cursor, rows, stored_csv)
+        return stamp, OpenedExport(stamp, cursor, rows, stored_csv, total)
 
     try:
         for _ in range(_ATTEMPTS):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 
@@ -16,7 +15,7 @@ from psycopg_pool import PoolTimeout
 from registry.api.errors import unavailable_cause
 from registry.api.metrics import REJECTION_REASONS, UNAVAILABLE_CAUSES
 from tests.api.conftest import AUTH_AUDIENCE, AUTH_ISSUER
-from tests.conftest import make_token
+from tests.conftest import dead_port, make_token
 
 UNKNOWN_ORIGIN = "/registry/origins/svc:origin:00000000-0000-4000-8000-999999999999"
 
@@ -120,18 +119,11 @@ def test_token_rejections_are_counted_by_reason(auth_app: Flask, claims, header,
         assert after[key] - before[key] == (1 if each == reason else 0), each
 
 
-def free_port() -> int:
-    """A loopback port with nothing listening on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_unavailable_answers_are_counted_by_cause(
     api_app_factory: Callable[..., Flask], database_factory: Callable[[], str]
 ):
     """503s by cause: a database that is down, and one with no graph loaded."""
-    down = api_app_factory(f"postgresql://postgres@127.0.0.1:{free_port()}/registry")
+    down = api_app_factory(f"postgresql://postgres@127.0.0.1:{dead_port()}/registry")
     client = down.test_client()
     before = samples(client)
     for _ in range(3):

@@ -1,5 +1,5 @@
 """Streamed exports through real gunicorn and deploy/nginx.conf: complete, gzipped when asked,
-bounded when stuck, and a client that leaves frees the database connection at once."""
+alive past the worker timeout, and a client that leaves frees the database connection."""
 
 from __future__ import annotations
 
@@ -17,19 +17,14 @@ import orjson
 import psycopg
 import pytest
 
-from devtools.production_stack import Gunicorn, Nginx, nginx_binary, start_gunicorn, start_nginx
-from registry.api.origin_csv import COLUMNS
+from devtools.production_stack import Gunicorn, Nginx, start_gunicorn, start_nginx
 from registry.loader.demo import write_demo_document
 from tests.conftest import TEST_SECRET, load_records, make_token
 from tests.e2e.raw_http import request
+from tests.properties.test_export_listing import CONTRACT_COLUMNS as COLUMNS
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        nginx_binary() is None,
-        reason="nginx is not installed (Debian: apt-get install nginx; .ci/run installs it)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx_installed")]
+
 
 # Enough origins (about 10 MB of NDJSON) that an export outgrows every socket buffer between
 # the worker and a client that stops reading.
@@ -144,7 +139,9 @@ def test_a_full_export_arrives_whole(export_stack: ExportStack, through: str):
     answer = request(port, f"{prefix}/registry/origins", headers=NDJSON)
     assert answer.status == 200
     assert answer.header("Content-Type") == "application/x-ndjson"
-    assert answer.header("X-Accel-Buffering") is None if through == "nginx" else "no"
+    # nginx spools exports like every other answer: nothing asks it not to.
+    assert answer.header("X-Accel-Buffering") is None
+    assert answer.header("Registry-Total") == str(ORIGINS)
     lines = answer.body.split(b"\n")
     assert lines[-1] == b""
     ids = [orjson.loads(line)["origin"]["id"] for line in lines[:-1]]
@@ -180,8 +177,10 @@ def test_a_client_that_leaves_frees_the_connection(export_stack: ExportStack, th
     at once, and the worker (one, with a pool of one) answers the next request."""
     port, prefix = export_stack.port(through), export_stack.prefix(through)
     sock = open_export(port, f"{prefix}/registry/origins", NDJSON)
-    # Mid-export: the worker's session is in the export's transaction, fetching or waiting.
-    assert len(busy_sessions(export_stack.conninfo)) == 1
+    if through == "direct":
+        # Mid-export: the worker's session is in the export's transaction, waiting on the
+        # client. (Through nginx the worker writes into nginx's spool and is soon done.)
+        assert len(busy_sessions(export_stack.conninfo)) == 1
     # A reset, not a polite close: the server's next write fails at once.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
@@ -191,9 +190,10 @@ def test_a_client_that_leaves_frees_the_connection(export_stack: ExportStack, th
     assert after.json()["canonical_origins"] == ORIGINS
 
 
-def test_a_slow_reader_finishes_and_a_stuck_one_is_cut(export_stack: ExportStack):
-    """Past gunicorn's timeout: an export that keeps moving completes (each batch is a
-    heartbeat); one whose client stops reading is ended, its body cut short, not completed."""
+def test_a_slow_reader_finishes_past_the_worker_timeout(export_stack: ExportStack):
+    """An export that lasts longer than gunicorn's timeout completes: the worker shows it is
+    alive while it waits on its reader. (A reader that stops altogether is cut by the send
+    timeout: tests/e2e/test_export_capacity.py.)"""
     target = "/registry/origins"
     # Slow but steady (about 1.5 MB/s): the export lasts longer than the worker timeout.
     sock = open_export(export_stack.gunicorn.port, target, NDJSON)
@@ -208,12 +208,6 @@ def test_a_slow_reader_finishes_and_a_stuck_one_is_cut(export_stack: ExportStack
     assert time.monotonic() - started > WORKER_TIMEOUT_S * 1.5
     body = b"".join(received)
     assert body.endswith(b"\r\n0\r\n\r\n")  # the chunked body's proper end
-    # Stuck: read nothing for well past the timeout; the worker is replaced, the body cut.
-    sock = open_export(export_stack.gunicorn.port, target, NDJSON)
-    time.sleep(WORKER_TIMEOUT_S * 3)
-    rest = read_all(sock)
-    sock.close()
-    assert not rest.endswith(b"\r\n0\r\n\r\n")
     assert wait_until_no_busy_session(export_stack.conninfo) == []
     after = request(export_stack.gunicorn.port, "/registry/summary", headers=ADMIN)
     assert after.status == 200

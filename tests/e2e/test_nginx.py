@@ -17,20 +17,14 @@ from devtools.production_stack import (
     Gunicorn,
     Nginx,
     free_port,
-    nginx_binary,
     start_gunicorn,
     start_nginx,
 )
-from tests.conftest import TEST_SECRET, make_token
+from tests.conftest import TEST_SECRET, dead_port, make_token
 from tests.e2e.raw_http import Answer, raw_request, request
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        nginx_binary() is None,
-        reason="nginx is not installed (Debian: apt-get install nginx; .ci/run installs it)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx_installed")]
+
 
 HARBOUR_NEWS = "3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807"
 ADMIN = {"Authorization": f"Bearer {make_token()}"}
@@ -77,10 +71,12 @@ def stack(example_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 def without_generated_at(answer: Answer) -> Any:
-    """The JSON body with its one moving part left out."""
+    """The JSON body with its moving parts left out: generated_at, and the server the
+    OpenAPI document names (the root each request reached; checked on its own below)."""
     body = answer.json()
     if isinstance(body, dict):
         body.pop("generated_at", None)
+        body.pop("servers", None)
     return body
 
 
@@ -145,6 +141,40 @@ def test_answers_through_nginx_equal_the_direct_ones(
         assert proxied.header("Link") == link.replace("</registry/", "</v1/registry/")
 
 
+def test_the_openapi_server_is_the_root_each_client_reached(stack: Stack):
+    """Through nginx, the document names the /v1 root with nginx's port and the forwarded
+    scheme; direct, gunicorn's own root."""
+    proxied = stack.proxied("/openapi.json").json()["servers"]
+    assert [server["url"] for server in proxied] == [stack.nginx.base]
+    direct = stack.direct("/openapi.json").json()["servers"]
+    assert [server["url"] for server in direct] == [stack.gunicorn.base]
+    # nginx says which scheme the client used; gunicorn trusts it from nginx's address
+    https = stack.direct("/openapi.json", headers={"X-Forwarded-Proto": "https"}).json()
+    assert https["servers"][0]["url"] == f"https://127.0.0.1:{stack.gunicorn.port}"
+
+
+def test_the_openapi_server_ignores_forwarding_from_untrusted_peers(
+    example_db: str, tmp_path: Path
+):
+    """A peer outside forwarded_allow_ips cannot choose the scheme or the prefix."""
+    server = start_gunicorn(
+        {
+            "DATABASE_URL": example_db,
+            "REGISTRY_JWT_SECRET": TEST_SECRET,
+            "REGISTRY_FORWARDED_ALLOW_IPS": "192.0.2.1",
+        },
+        tmp_path / "gunicorn.log",
+        workers=1,
+    )
+    try:
+        forged = {"X-Forwarded-Proto": "https", "SCRIPT_NAME": "/v1"}
+        answer = request(server.port, "/openapi.json", headers=forged)
+        assert answer.status == 200
+        assert [entry["url"] for entry in answer.json()["servers"]] == [server.base]
+    finally:
+        server.stop()
+
+
 def test_links_through_nginx_lead_to_the_next_page(stack: Stack):
     """Following rel=next through nginx walks the listing like the direct sweep does."""
     seen = []
@@ -164,7 +194,7 @@ def test_links_through_nginx_lead_to_the_next_page(stack: Stack):
 
 def test_json_is_gzipped_for_clients_that_ask(stack: Stack):
     """gzip for JSON when asked (and Vary says so); the same bytes once decompressed."""
-    plain = stack.direct("/openapi.json")
+    plain = stack.proxied("/openapi.json")
     zipped = stack.proxied("/openapi.json", headers={"Accept-Encoding": "gzip"})
     assert zipped.status == 200
     assert zipped.header("Content-Encoding") == "gzip"
@@ -305,7 +335,7 @@ def test_gunicorn_down_is_a_json_503_with_retry_after(tmp_path: Path):
 
 def test_the_app_503_passes_through_with_retry_after(tmp_path: Path):
     """Database unreachable: the app's 503 (body, Retry-After) reaches the client unchanged."""
-    dead = f"postgresql://postgres@127.0.0.1:{free_port()}/registry"
+    dead = f"postgresql://postgres@127.0.0.1:{dead_port()}/registry"
     server = start_gunicorn(
         {"DATABASE_URL": dead, "REGISTRY_JWT_SECRET": TEST_SECRET}, tmp_path / "g.log", workers=1
     )
@@ -334,11 +364,10 @@ def test_exports_through_nginx_equal_the_direct_ones(stack: Stack, accept: str):
     assert direct.status == proxied.status == 200
     assert proxied.body == direct.body
     assert direct.body.count(b"\n") == 2 + (accept == "text/csv")
-    for name in ("Content-Type", "Registry-Generation", "ETag", "Vary", "Cache-Control"):
+    names = ("Content-Type", "Registry-Generation", "Registry-Total", "ETag", "Vary")
+    for name in (*names, "Cache-Control"):
         assert proxied.header(name) == direct.header(name), name
-    # nginx's unbuffering switch stays between the app and nginx.
-    assert direct.header("X-Accel-Buffering") == "no"
-    assert proxied.header("X-Accel-Buffering") is None
+    assert direct.header("Registry-Total") == "2"
     zipped = stack.proxied(
         "/registry/origins?transport=iptv", headers={**headers, "Accept-Encoding": "gzip"}
     )
@@ -347,3 +376,56 @@ def test_exports_through_nginx_equal_the_direct_ones(stack: Stack, accept: str):
     refused = stack.proxied("/registry/origins", headers={**ADMIN, "Accept": "text/html"})
     assert refused.status == 406
     assert refused.json() == {"success": False, "error": "Not Acceptable"}
+
+
+@pytest.mark.parametrize(
+    "target", ["/registry/origins?limit=2", f"/registry/origins/svc:origin:{HARBOUR_NEWS}"]
+)
+def test_if_none_match_gets_304_over_real_http_direct_and_through_nginx(stack: Stack, target: str):
+    """A listing and a lookup revalidated with their ETag: 304 with no body and the same
+    generation headers, from gunicorn and through nginx; a stale tag gets the 200."""
+    for fetch in (stack.direct, stack.proxied):
+        first = fetch(target, headers=ADMIN)
+        assert first.status == 200
+        tag = first.header("ETag")
+        assert tag is not None and tag.startswith('W/"')
+        again = fetch(target, headers={**ADMIN, "If-None-Match": tag})
+        assert again.status == 304
+        assert again.body == b""
+        assert again.header("ETag") == tag
+        assert again.header("Registry-Generation") == first.header("Registry-Generation")
+        stale = fetch(target, headers={**ADMIN, "If-None-Match": 'W/"0-stale"'})
+        assert stale.status == 200
+
+
+def test_nginx_is_never_taken_for_a_foreign_server_on_its_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The port found free is taken by another listener before nginx binds it: nginx fails
+    to bind, another port is tried, and the nginx returned is one that nginx itself holds."""
+    import socket
+
+    from devtools import production_stack
+
+    foreign = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    foreign.bind(("127.0.0.1", 0))
+    foreign.listen(8)
+    taken = foreign.getsockname()[1]
+    ports = iter([taken])
+    real_free_port = production_stack.free_port
+    monkeypatch.setattr(
+        production_stack, "free_port", lambda: next(ports, None) or real_free_port()
+    )
+    try:
+        proxy = production_stack.start_nginx(tmp_path / "nginx", dead_port())
+        try:
+            assert proxy.port != taken
+            assert production_stack._holds_listener(proxy.process.pid, proxy.port)
+            assert request(proxy.port, "/elsewhere").json() == {
+                "success": False,
+                "error": "Not Found",
+            }
+        finally:
+            proxy.stop()
+    finally:
+        foreign.close()

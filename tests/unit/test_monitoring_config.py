@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import require_tool
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -15,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 def promtool() -> str:
     """The promtool executable (Debian's prometheus package)."""
     binary = shutil.which("promtool")
-    if binary is None:
-        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    require_tool(binary, "promtool", "prometheus")
+    assert binary is not None
     return binary
 
 
