@@ -28,6 +28,18 @@ class InvalidParametersSchema(ErrorSchema):
     )
 
 
+class ServiceUnavailableSchema(ErrorSchema):
+    """503: the database could not answer, or (an export) the instance's exports are all
+    taken (contract 11), with Retry-After."""
+
+    message = fields.String(
+        metadata={
+            "description": "only when an export was refused: names the export limit "
+            "(REGISTRY_MAX_EXPORTS)"
+        }
+    )
+
+
 class UnauthorizedSchema(Schema):
     """401: no token, or not a valid one."""
 
@@ -44,7 +56,7 @@ class ForbiddenSchema(Schema):
     message = fields.String(metadata={"description": "why access was refused"})
 
 
-class GenerationGoneDetailsSchema(Schema):
+class GenerationDetailsSchema(Schema):
     """The generation asked for and the newest one."""
 
     generation = fields.Integer(required=True, metadata={"description": "the generation asked for"})
@@ -57,4 +69,11 @@ class GenerationGoneSchema(ErrorSchema):
     """410: the generation asked for was produced but is no longer kept (contract 7)."""
 
     error = fields.String(required=True, validate=validate.Equal("Generation no longer available"))
-    details = fields.Nested(GenerationGoneDetailsSchema, required=True)
+    details = fields.Nested(GenerationDetailsSchema, required=True)
+
+
+class GenerationNotFoundSchema(ErrorSchema):
+    """404: a well-formed generation this registry never produced (contract 7)."""
+
+    error = fields.String(required=True, validate=validate.Equal("Generation not found"))
+    details = fields.Nested(GenerationDetailsSchema, required=True)

@@ -159,7 +159,7 @@ def generation_parameter() -> DecimalInteger:
         1,
         GENERATION_MAX,
         "answer from this generation (Registry-Generation of an earlier answer) while it is "
-        "kept: 410 once it was dropped, 400 if it was never produced; default the newest",
+        "kept: 410 once it was dropped, 404 if it was never produced; default the newest",
     )
 
 

@@ -32,7 +32,6 @@ from registry.database.generations import (
     pinned_stamp,
     read_generation,
 )
-from schemas.errors import INVALID_PARAMETERS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 JSON = "application/json"
 GENERATION_HEADER = "Registry-Generation"
 GONE_ERROR = "Generation no longer available"
+NOT_FOUND_ERROR = "Generation not found"
 # Contract 7: a client may keep /registry answers but must revalidate, and no shared cache
 # may store them; /summary is public. Error answers are never stored.
 PRIVATE = "private, no-cache"
@@ -158,9 +158,9 @@ def _generation_dropped(error: GenerationDropped) -> Response:
 
 
 def _generation_not_produced(error: GenerationNotProduced) -> Response:
-    """400 like any bad parameter: this registry never produced that generation."""
-    why = f"no generation {error.generation} was ever produced by this registry"
-    return error_response(400, INVALID_PARAMETERS, details={"generation": [why]})
+    """404: a well-formed generation that this registry never produced."""
+    details = {"generation": error.generation, "current": error.current}
+    return error_response(404, NOT_FOUND_ERROR, details=details)
 
 
 def _origin_not_found_in(error: OriginNotFoundIn) -> Response:
@@ -178,7 +178,7 @@ def _errors_are_not_stored(response: Response) -> Response:
 
 
 def register_generations(app: Flask) -> None:
-    """The 410 and 400 answers for pinned generations, and no-store on error answers."""
+    """The 410 and 404 answers for pinned generations, and no-store on error answers."""
     app.register_error_handler(GenerationDropped, _generation_dropped)
     app.register_error_handler(GenerationNotProduced, _generation_not_produced)
     app.register_error_handler(OriginNotFoundIn, _origin_not_found_in)

@@ -9,15 +9,18 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, request
 
-from registry.api.responses import GET_ROUTE, json_response
-from schemas.errors import (
-    ErrorSchema,
-    ForbiddenSchema,
-    GenerationGoneSchema,
-    InvalidParametersSchema,
-    UnauthorizedSchema,
+from registry.api.openapi_components import (
+    COMPOSED_SCHEMAS,
+    EXPORT_CONTENT,
+    GENERATION_HEADERS,
+    JSON,
+    RESPONSES,
+    SCHEMAS,
+    header,
+    inline_json,
+    json_body_response,
 )
-from schemas.origin import OriginEnvelopeSchema, OriginListSchema
+from registry.api.responses import GET_ROUTE, json_response
 from schemas.params import (
     ADDRESS_FORMAT,
     ORIGIN_ID_FORMAT,
@@ -25,126 +28,11 @@ from schemas.params import (
     PinnedQuerySchema,
     refuse_any_query,
 )
-from schemas.summary import IntegrationStatusSchema, RegistrySummarySchema
 
 bp = Blueprint("openapi", __name__)
 
 API_VERSION = "1.0.0"
-_JSON = "application/json"
-
-_SCHEMAS = (
-    ("IntegrationStatus", IntegrationStatusSchema),
-    ("RegistrySummary", RegistrySummarySchema),
-    ("OriginEnvelope", OriginEnvelopeSchema),
-    ("OriginList", OriginListSchema),
-    ("Error", ErrorSchema),
-    ("InvalidParameters", InvalidParametersSchema),
-    ("Unauthorized", UnauthorizedSchema),
-    ("Forbidden", ForbiddenSchema),
-    ("GenerationGone", GenerationGoneSchema),
-)
-
-
-def _header(description: str, schema_type: str = "string") -> dict[str, Any]:
-    """A response header the service always sends with that response."""
-    return {"description": description, "required": True, "schema": {"type": schema_type}}
-
-
-def _json_response(
-    schema: str, description: str, headers: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A response with a JSON body of the named component schema."""
-    response: dict[str, Any] = {
-        "description": description,
-        "content": {_JSON: {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
-    }
-    if headers:
-        response["headers"] = headers
-    return response
-
-
-# Shared responses, referenced by name from each operation.
-_RESPONSES = {
-    "InvalidParameters": _json_response(
-        "InvalidParameters",
-        "a query parameter is unknown, repeated, empty, or has a value outside its type or "
-        "bounds; details names each one",
-    ),
-    "Unauthorized": _json_response(
-        "Unauthorized",
-        "token missing or invalid: refresh it and retry",
-        {"WWW-Authenticate": _header('Bearer, with error="invalid_token" when a token was given')},
-    ),
-    "Forbidden": _json_response(
-        "Forbidden", "authenticated, but neither a global nor a domain administrator"
-    ),
-    "OriginNotFound": _json_response(
-        "Error", "no origin matches; a malformed value matches none, so it is a 404 too"
-    ),
-    "MethodNotAllowed": _json_response(
-        "Error", "a method other than GET or HEAD", {"Allow": _header("GET, HEAD")}
-    ),
-    "InternalServerError": _json_response("Error", "an unexpected failure; no internals shown"),
-    "NotAcceptable": _json_response(
-        "Error", "Accept admits none of application/json, application/x-ndjson and text/csv"
-    ),
-    "ServiceUnavailable": _json_response(
-        "Error",
-        "the database is unreachable or over its time budget (on /registry, also when the "
-        "token key set cannot be fetched)",
-        {"Retry-After": _header("seconds to wait before retrying", "integer")},
-    ),
-}
-
-# The listing's export representations (contract 8), chosen with Accept.
-_EXPORT_CONTENT = {
-    "application/x-ndjson": {
-        "schema": {
-            "$ref": "#/components/schemas/Origin",
-            "description": "newline-delimited JSON: one Origin (as in origins[]) per line, "
-            "each line ending in a newline, in listing order, all from one generation",
-        },
-    },
-    "text/csv": {
-        "schema": {
-            "type": "string",
-            "description": "RFC 4180 CSV, UTF-8, CRLF line ends, a header row; the columns id, "
-            "name, registry_id, network_id, network_name, governance_state, active_edges, "
-            "allocated, address, network, station, channel, publication_status, held_at, "
-            "held_reason, transports (its presentations' distinct transports joined by ';', in "
-            "the order iptv, ovp, ota, fast), presentations (their count); booleans true/false, "
-            "null an empty field; a text field beginning with =, +, -, @, tab or carriage return "
-            "is written with a ' in front, so spreadsheets do not run it as a formula",
-        },
-        "example": "id,name,registry_id,network_id,network_name,governance_state,"
-        "active_edges,allocated,address,network,station,channel,publication_status,held_at,"
-        "held_reason,transports,presentations\r\n",
-    },
-}
-
-# Contract 7: what every answer read from the graph carries, 200 and 304 alike.
-_GENERATION_HEADERS = {
-    "Registry-Generation": _header(
-        "the generation (committed load) this answer came from; pass it as `generation` to "
-        "keep reading that generation",
-        "integer",
-    ),
-    "ETag": _header('weak: W/"<generation>-<hash of the URL>"; the same within a generation'),
-    "Last-Modified": _header("the moment the generation was committed (HTTP-date)"),
-    "Cache-Control": _header(
-        "`private, no-cache` on /registry/*, `public, no-cache` on /summary; errors `no-store`"
-    ),
-}
-_RESPONSES["NotModified"] = {
-    "description": "If-None-Match matches the ETag (weak comparison; lists and * honoured), or "
-    "without If-None-Match, If-Modified-Since is at or after Last-Modified: no body",
-    "headers": _GENERATION_HEADERS,
-}
-_RESPONSES["GenerationGone"] = _json_response(
-    "GenerationGone",
-    "generation names one this registry produced but no longer keeps (details say which is "
-    "current); a generation it never produced is a 400",
-)
+SERVER_DESCRIPTION = "the server this document was served from"
 
 _ORIGIN_LINKS = {
     "getOriginByAddress": "address",
@@ -174,10 +62,10 @@ def _operation(
     """One GET operation with its 200 and every error status it can answer.
 
     generational: answered from a generation (contract 7): generation headers, 304, and on
-    /registry the `generation` parameter's 410.
+    /registry the `generation` parameter's 404 and 410.
     """
     if generational:
-        ok = {**ok, "headers": {**ok.get("headers", {}), **_GENERATION_HEADERS}}
+        ok = {**ok, "headers": {**ok.get("headers", {}), **GENERATION_HEADERS}}
     responses: dict[str, Any] = {"200": ok}
     if generational:
         responses["304"] = _ref("NotModified")
@@ -187,6 +75,8 @@ def _operation(
         responses["403"] = _ref("Forbidden")
     if not_found:
         responses["404"] = _ref("OriginNotFound")
+    elif generational and secured:
+        responses["404"] = _ref("GenerationNotFound")
     if generational and secured:
         responses["410"] = _ref("GenerationGone")
     responses["405"] = _ref("MethodNotAllowed")
@@ -233,7 +123,7 @@ def _links(pointers: dict[str, str]) -> dict[str, Any]:
 
 def _origin_envelope(description: str) -> dict[str, Any]:
     """The 200 of a lookup, linked to the other lookup of the same origin."""
-    response = _json_response("OriginEnvelope", description)
+    response = json_body_response("OriginEnvelope", description)
     response["links"] = _links(
         {"getOrigin": "/origin/origin/id", "getOriginByAddress": "/origin/bans/address"}
     )
@@ -254,9 +144,8 @@ def build_openapi_document() -> dict[str, Any]:
             "presentations. Every response body is JSON, except the listing's two export "
             "representations (NDJSON and CSV), chosen with Accept."
         },
-        # Relative to where the document is served, so it stays right behind a path prefix
-        # (nginx maps /v1/ onto the server root).
-        servers=[{"url": ".", "description": "the server this document is served from"}],
+        # Each answer names the server it was served from (served_document).
+        servers=[{"url": "/", "description": SERVER_DESCRIPTION}],
         tags=[
             {"name": "public", "description": "no authentication"},
             {"name": "registry", "description": "domain-administrator token required"},
@@ -269,9 +158,11 @@ def build_openapi_document() -> dict[str, Any]:
     spec.components.security_scheme(
         "cookieAuth", {"type": "apiKey", "in": "cookie", "name": "access_token"}
     )
-    for name, schema in _SCHEMAS:
+    for name, schema in SCHEMAS:
         spec.components.schema(name, schema=schema)
-    for name, response in _RESPONSES.items():
+    for name, component in COMPOSED_SCHEMAS.items():
+        spec.components.schema(name, component=component)
+    for name, response in RESPONSES.items():
         spec.components.response(name, response)
 
     spec.path(
@@ -280,7 +171,7 @@ def build_openapi_document() -> dict[str, Any]:
             "get": _operation(
                 "getIntegrationStatus",
                 "Broadcast-feed integration status (unrelated to the registry counts)",
-                _json_response("IntegrationStatus", "the status"),
+                json_body_response("IntegrationStatus", "the status"),
                 secured=False,
                 generational=True,
             )
@@ -292,22 +183,38 @@ def build_openapi_document() -> dict[str, Any]:
             "get": _operation(
                 "getRegistrySummary",
                 "Counts over canonical origins and catalog carriages",
-                _json_response("RegistrySummary", "the counts"),
+                json_body_response("RegistrySummary", "the counts"),
                 secured=True,
                 parameters=[_PINNED],
                 generational=True,
             )
         },
     )
-    listing = _json_response(
+    listing = json_body_response(
         "OriginList",
         "one page of origins, by allocated address then origin id; a page past the end is "
         "empty and still carries the true total",
         {
-            "Link": _header(
-                'RFC 8288 links rel="first", "prev", "next", "last"; filters and limit kept, '
-                "and generation=<Registry-Generation>, so following them sweeps one generation"
-            )
+            # Not required: only the JSON page has one; an export has no pages to link.
+            "Link": {
+                **header(
+                    'with every JSON page, and only there: RFC 8288 links rel="first", "prev", '
+                    '"next", "last"; filters and limit kept, and '
+                    "generation=<Registry-Generation>, so following them sweeps one "
+                    "generation. An NDJSON or CSV export has no pages and sends none"
+                ),
+                "required": False,
+            },
+            # Contract 11: only an export has one.
+            "Registry-Total": {
+                **header(
+                    "with every NDJSON or CSV export, and only there: the number of rows that "
+                    "follow (NDJSON lines, CSV rows after the header), from the export's own "
+                    "generation, so a client can check it received all of them",
+                    "integer",
+                ),
+                "required": False,
+            },
         },
     )
     listing["links"] = _links(
@@ -317,7 +224,7 @@ def build_openapi_document() -> dict[str, Any]:
         ". With Accept: application/x-ndjson or text/csv, every origin the filters match "
         "instead, streamed in one answer (page and limit are then a 400)"
     )
-    listing["content"].update(_EXPORT_CONTENT)
+    listing["content"].update(EXPORT_CONTENT)
     listing_operation = _operation(
         "listOrigins",
         "Canonical origins, one page at a time, or all of them as NDJSON or CSV; filters "
@@ -385,7 +292,7 @@ def build_openapi_document() -> dict[str, Any]:
                 "This document: the interface description, version 1.0.0",
                 {
                     "description": "the OpenAPI 3.1 document",
-                    "content": {_JSON: {"schema": {"type": "object"}}},
+                    "content": {JSON: {"schema": {"type": "object"}}},
                 },
                 secured=False,
                 reads_database=False,
@@ -395,7 +302,7 @@ def build_openapi_document() -> dict[str, Any]:
     healthz = _operation(
         "getLiveness",
         "Liveness: the process answers (never touches the database)",
-        _inline_json(
+        inline_json(
             "the process is up",
             {"success": {"const": True}, "status": {"const": "ok"}},
         ),
@@ -406,7 +313,7 @@ def build_openapi_document() -> dict[str, Any]:
     readyz = _operation(
         "getReadiness",
         "Readiness: the database answers with the schema version this code expects",
-        _inline_json(
+        inline_json(
             "ready to serve",
             {
                 "success": {"const": True},
@@ -418,7 +325,7 @@ def build_openapi_document() -> dict[str, Any]:
         secured=False,
     )
     readyz["tags"] = ["health"]
-    readyz["responses"]["503"] = _inline_json(
+    readyz["responses"]["503"] = inline_json(
         "not ready: the database cannot be reached, is over its time budget, or holds another "
         "schema version",
         {
@@ -427,37 +334,32 @@ def build_openapi_document() -> dict[str, Any]:
             "ready": {"const": False},
             "reason": {"type": "string"},
         },
-        {"Retry-After": _header("seconds to wait before retrying", "integer")},
+        {"Retry-After": header("seconds to wait before retrying", "integer")},
     )
     spec.path("/healthz", operations={"get": healthz})
     spec.path("/readyz", operations={"get": readyz})
     return spec.to_dict()
 
 
-def _inline_json(
-    description: str, properties: dict[str, Any], headers: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A response whose small JSON body is described in place, every property required."""
-    response: dict[str, Any] = {
-        "description": description,
-        "content": {
-            _JSON: {
-                "schema": {
-                    "type": "object",
-                    "properties": properties,
-                    "required": list(properties),
-                    "additionalProperties": False,
-                }
-            }
-        },
-    }
-    if headers:
-        response["headers"] = headers
-    return response
-
-
 @bp.get("/openapi.json", **GET_ROUTE)
 def openapi_document() -> Response:
     """The interface description, version 1.0.0 (public, like /summary)."""
     refuse_any_query(request.args.to_dict(flat=False))
-    return json_response(build_openapi_document())
+    root = request.script_root
+    if request.host:
+        root = f"{request.scheme}://{request.host}{root}"
+    return json_response(served_document(root or "/"))
+
+
+def served_document(root: str) -> dict[str, Any]:
+    """The document naming root, the absolute root the request reached, as its server.
+
+    Tools that do not resolve a relative server URL (openapi-core) need an absolute one.
+    Behind nginx the root is the forwarded scheme and the /v1 prefix, which gunicorn takes
+    only from a peer in forwarded_allow_ips (as for the Link header), and the Host nginx
+    passes on. With no valid Host (werkzeug then gives none) the root is the path alone.
+    """
+    return {
+        **build_openapi_document(),
+        "servers": [{"url": root, "description": SERVER_DESCRIPTION}],
+    }

@@ -48,11 +48,12 @@ class Stamp:
 
 
 class GenerationNotProduced(Exception):
-    """A pinned generation that this registry never produced (400)."""
+    """A pinned generation that this registry never produced (404)."""
 
-    def __init__(self, generation: int):
+    def __init__(self, generation: int, current: int | None):
         super().__init__(f"generation {generation} was never produced")
         self.generation = generation
+        self.current = current
 
 
 class GenerationDropped(Exception):
@@ -77,7 +78,7 @@ class GenerationState:
     def require_kept(self) -> Stamp:
         """Its stamp when kept; GenerationNotProduced or GenerationDropped otherwise."""
         if not self.produced or self.committed_at is None:
-            raise GenerationNotProduced(self.generation)
+            raise GenerationNotProduced(self.generation, self.current)
         if self.dropped:
             raise GenerationDropped(self.generation, self.current)
         return Stamp(self.generation, self.committed_at)
@@ -153,7 +154,7 @@ def read_generation(
             return answer
         if answer is not None and schema == LIVE_SCHEMA:
             _note_live(answer[0].generation)
-        # Not where we looked: ask where it went (this also raises for 400 and 410).
+        # Not where we looked: ask where it went (this also raises for 404 and 410).
         state = generation_state(conn, generation)
         state.require_kept()
         schema = schema_name(generation, state.current)

@@ -20,6 +20,19 @@ _DISQUALIFIERS = (
 )
 
 
+# Predefined roles that only read (statistics, settings, data): membership is no reason to
+# refuse. Every other predefined role, those of newer servers included, is a power beyond
+# reading (running programs or reading files on the server, signalling backends, writing
+# every table, checkpoints, subscriptions, maintenance, owning the database).
+READING_PREDEFINED_ROLES = (
+    "pg_monitor",
+    "pg_read_all_settings",
+    "pg_read_all_stats",
+    "pg_stat_scan_tables",
+    "pg_read_all_data",
+)
+
+
 class ReaderRoleRefused(Exception):
     """The named role exists and could do more than read: it must not be made the reader."""
 
@@ -33,6 +46,26 @@ def reader_role_problems(conn: psycopg.Connection, role: str) -> list[str]:
     return [why for column, why in _DISQUALIFIERS if standing[column]]
 
 
+def reader_role_powers(conn: psycopg.Connection, role: str) -> list[str]:
+    """What an existing role could do in this database or on its server beyond reading: each
+    predefined role it belongs to (directly or not), each schema it may create in, creating
+    schemas, making temporary tables. [] when nothing (or when it does not exist)."""
+    with conn.cursor(row_factory=dict_row) as cursor:
+        powers = cursor.execute(
+            QUERIES["meta/get_role_powers"],
+            {"role": role, "reading": list(READING_PREDEFINED_ROLES)},
+        ).fetchone()
+    if powers is None:
+        return []
+    problems = [f"it is a member of {name}" for name in powers["predefined_roles"]]
+    problems += [f"it has CREATE on schema {name}" for name in powers["create_in_schemas"]]
+    if powers["create_schemas"]:
+        problems.append("it can create schemas in this database (CREATE on the database)")
+    if powers["temporary_tables"]:
+        problems.append("it can make temporary tables (TEMPORARY on the database)")
+    return problems
+
+
 def password_verifier(conn: psycopg.Connection, role: str, password: str) -> str:
     """The SCRAM-SHA-256 verifier of password, computed here: the password never reaches the
     server (nor its statement log) in clear."""
@@ -44,9 +77,13 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
     """Create (or update) a login role with SELECT on the graph and nothing else.
 
     An existing role that could do more than read (superuser, CREATEROLE, CREATEDB, an owner
-    of the registry's objects, the loader itself) is refused with ReaderRoleRefused and left
-    as it was. The role is recorded in registry_meta.reader_roles so that every later load
-    grants it SELECT on the graph it builds.
+    of the registry's objects, the loader itself, a member of a predefined role beyond
+    reading, one that may create in a schema, create schemas or make temporary tables) is
+    refused with ReaderRoleRefused and left as it was: the whole command is one transaction.
+    PUBLIC's CREATE on schema public and TEMPORARY on the database are revoked first, so the
+    role is judged, and a new one made, by what it holds itself. The role is recorded in
+    registry_meta.reader_roles so that every later load grants it SELECT on the graph it
+    builds.
     """
     name = sql.Identifier(role)
     with conn.transaction():
@@ -55,18 +92,32 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
             raise ReaderRoleRefused(
                 f"role {role} cannot be the read-only role: " + "; ".join(problems)
             )
+        public = conn.execute(QUERIES["meta/public_schema_exists"]).fetchone()
+        if public and public[0]:
+            # PostgreSQL 14 and older grant CREATE on public to PUBLIC; 15 no longer does.
+            conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        # Every server grants TEMPORARY on a new database to PUBLIC: a temporary table is
+        # somewhere to write (COPY ... FROM PROGRAM needs one). The registry never uses them.
+        conn.execute(
+            sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(
+                sql.Identifier(conn.info.dbname)
+            )
+        )
         exists = conn.execute(QUERIES["meta/role_exists"], {"role": role}).fetchone()
         if not (exists and exists[0]):
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(name))
+        # What the role holds itself, or through roles it belongs to: refused, not taken away
+        # (an operator granted it on purpose, so the role is not the read-only one). A new
+        # role holds nothing here unless this command could not revoke PUBLIC's rights.
+        powers = reader_role_powers(conn, role)
+        if powers:
+            raise ReaderRoleRefused(
+                f"role {role} cannot be the read-only role: " + "; ".join(powers)
+            )
         if password is not None:
             verifier = password_verifier(conn, role, password)
             conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(name, sql.Literal(verifier)))
         conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(name))
-        public = conn.execute(QUERIES["meta/public_schema_exists"]).fetchone()
-        if public and public[0]:
-            # PostgreSQL 14 and older grant CREATE on public to PUBLIC, so revoking it from
-            # the role alone would change nothing there; 15 no longer grants it.
-            conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC, {}").format(name))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph, registry_meta TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON registry_meta.schema_migrations TO {}").format(name))

@@ -10,7 +10,9 @@ almost nobody reads.
 An entry is tied to the stamp (generation and commit time) it was computed on, and used only
 when the statement fetching the page sees that same stamp in its own snapshot, so a total is
 never stale: after a load, the first request finds a newer stamp and runs the whole search
-again. Bounded by the number of positions kept; the oldest searches go first.
+again. Bounded by the number of positions kept and by the number of searches (a search that
+matches nothing keeps no positions, yet its key and total take memory too); the oldest
+searches go first.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from typing import Any, NamedTuple
 MAX_POSITIONS = 2_000_000
 # Positions kept per search: the first 50 pages at limit=200 (40 KB).
 REMEMBERED = 10_000
+# Searches kept, whatever their positions: under 1 KB each without positions (the key holds
+# a search text of up to 256 characters), so about 4 MB per process at most.
+MAX_ENTRIES = 4096
 
 
 class SearchResult(NamedTuple):
@@ -39,11 +44,13 @@ class SearchResult(NamedTuple):
 
 
 class SearchCache:
-    """Search key -> SearchResult, bounded by the positions held; safe to share between threads."""
+    """Search key -> SearchResult, bounded by the positions held and the number of searches;
+    safe to share between threads."""
 
-    def __init__(self, max_positions: int = MAX_POSITIONS):
+    def __init__(self, max_positions: int = MAX_POSITIONS, max_entries: int = MAX_ENTRIES):
         """An empty cache."""
         self.max_positions = max_positions
+        self.max_entries = max_entries
         self._entries: dict[Hashable, SearchResult] = {}
         self._held = 0
         self._lock = threading.Lock()
@@ -62,7 +69,10 @@ class SearchCache:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._held -= len(old.positions)
-            while self._entries and self._held + len(kept) > self.max_positions:
+            while self._entries and (
+                self._held + len(kept) > self.max_positions
+                or len(self._entries) >= self.max_entries
+            ):
                 evicted = self._entries.pop(next(iter(self._entries)))
                 self._held -= len(evicted.positions)
             self._entries[key] = SearchResult(stamp, total, kept)
@@ -77,6 +87,10 @@ class SearchCache:
         with self._lock:
             self._entries.clear()
             self._held = 0
+
+    def __len__(self) -> int:
+        """How many searches are kept."""
+        return len(self._entries)
 
     @property
     def held(self) -> int:

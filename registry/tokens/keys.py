@@ -117,10 +117,14 @@ def _read_capped(path: Path) -> bytes:
 class JwksKeySet:
     """The keys of a JWKS URL by kid: cached, refetched for an unknown kid at most every 30 s."""
 
-    # Also: re-read after the lifespan, served stale while the source is down (better than
-    # refusing every caller), and a failed fetch not retried within the back-off, so a dead
-    # source costs each worker one timeout per back-off, not one per request. `fetches`
-    # counts reads of the source.
+    # Also: re-read after the lifespan by the request that finds it expired; one fetch at a
+    # time, and meanwhile a kid the last good set holds is answered from it at once (other
+    # kids wait for that fetch). The last good set also serves while the source is down
+    # (better than refusing every caller). A failed fetch is not retried within the back-off,
+    # counted from when it gave up (the fetch deadline is longer than the back-off), so a
+    # dead or hanging source costs each worker one fetch per back-off, and every other
+    # request is answered at once: from the last good set, or with KeySourceUnavailable.
+    # `fetches` counts reads of the source.
 
     def __init__(
         self,
@@ -146,6 +150,7 @@ class JwksKeySet:
             self._read = lambda: _read_capped(path)
         else:
             raise SettingsError("REGISTRY_JWKS_URL must be an https://, http:// or file:// URL")
+        self.timeout = timeout
         self.lifespan = lifespan
         self.refetch_interval = refetch_interval
         self.failure_backoff = failure_backoff
@@ -153,42 +158,67 @@ class JwksKeySet:
         self._lock = threading.Lock()
         self._keys: dict[str, JwksKey] | None = None
         self._fetched_at = 0.0
-        # No attempt yet: as if the last one was long ago.
+        # When the last attempt ended; none yet: as if long ago.
         self._attempted_at = -math.inf
         self._last_failed = False
+        # Set when the fetch under way ends; None when none is.
+        self._under_way: threading.Event | None = None
         self.fetches = 0
 
     def key_for(self, kid: str) -> JwksKey | None:
         """The key with this kid, or None; raises KeySourceUnavailable when no set can be had."""
-        with self._lock:
-            now = self.clock()
-            if self._keys is None or now - self._fetched_at >= self.lifespan:
-                self._refresh(now, keep_stale=True)
-            keys = self._keys or {}
-            key = keys.get(kid)
-            if key is None:
-                if now - self._attempted_at >= self.refetch_interval:
-                    self._refresh(now, keep_stale=False)
-                    key = (self._keys or {}).get(kid)
-                elif self._last_failed:
-                    # The source is down; the kid may belong to a key we cannot see yet.
-                    raise KeySourceUnavailable("the JWKS source is unavailable")
-            return key
-
-    def _refresh(self, now: float, *, keep_stale: bool) -> None:
-        """Fetch the set; on failure keep serving the cached one when allowed, else raise."""
-        recently_failed = self._last_failed and now - self._attempted_at < self.failure_backoff
-        if not recently_failed:
-            self._attempted_at = now
-            try:
-                keys = self._fetch()
-            except KeySourceUnavailable:
-                self._last_failed = True
+        waited = False
+        while True:
+            with self._lock:
+                now = self.clock()
+                key = (self._keys or {}).get(kid)
+                expired = self._keys is None or now - self._fetched_at >= self.lifespan
+                backing_off = self._last_failed and now - self._attempted_at < self.failure_backoff
+                under_way = self._under_way
+                answering = under_way is not None or backing_off or waited
+                if key is not None and (not expired or answering):
+                    # Fresh; or the last good set, while another thread asks the source for
+                    # the next one or while the source fails.
+                    return key
+                if key is None and waited:
+                    # The fetch this kid waited for has ended (or is past its deadline).
+                    if self._last_failed or self._under_way is not None:
+                        raise KeySourceUnavailable("the JWKS source is unavailable")
+                    return None
+                if key is None and under_way is None:
+                    asked_lately = not expired and now - self._attempted_at < self.refetch_interval
+                    if self._last_failed and (backing_off or asked_lately):
+                        # The source is down; the kid may belong to a key we cannot see yet.
+                        raise KeySourceUnavailable("the JWKS source is unavailable")
+                    if asked_lately:
+                        return None
+                mine = under_way is None
+                if under_way is None:
+                    under_way = threading.Event()
+                    self._under_way = under_way
+            if mine:
+                self._run_fetch(under_way)
             else:
-                self._keys, self._fetched_at, self._last_failed = keys, now, False
-                return
-        if self._keys is None or not keep_stale:
-            raise KeySourceUnavailable("the JWKS source is unavailable")
+                # Another thread is asking the source already: its answer is this kid's too.
+                under_way.wait(self.timeout + 1.0)
+            waited = True
+
+    def _run_fetch(self, under_way: threading.Event) -> None:
+        """Read the source once and record the outcome, then wake whoever waits for it."""
+        try:
+            keys = self._fetch()
+        except KeySourceUnavailable:
+            with self._lock:
+                self._attempted_at, self._last_failed = self.clock(), True
+        else:
+            with self._lock:
+                now = self.clock()
+                self._keys, self._fetched_at, self._attempted_at = keys, now, now
+                self._last_failed = False
+        finally:
+            with self._lock:
+                self._under_way = None
+            under_way.set()
 
     def _fetch(self) -> dict[str, JwksKey]:
         """Read the document once and keep its usable keys."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from devtools.benchmark import NOT_THROUGH_NGINX, pick_targets, public_urls, urls
+from devtools.bench_targets import NOT_THROUGH_NGINX, pick_targets, public_urls, urls
 
 NGINX_CONF = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 

@@ -5,7 +5,6 @@ Every response also goes through the OpenAPI document and must be JSON (api_supp
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from flask import Flask
 
 from tests.api.api_support import CheckedClient, GraphBuilder, OpenApiConformance
-from tests.conftest import load_records
+from tests.conftest import dead_port, load_records
 
 NEWS = "3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807"
 INVALID = "Invalid request parameters"
@@ -395,13 +394,6 @@ def test_unexpected_error_is_500_without_internals(
 # -- 503 -----------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A loopback port with nothing listening on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 FAST_FAILURE = {"REGISTRY_POOL_TIMEOUT_S": 0.5, "REGISTRY_CONNECT_TIMEOUT_S": 1}
 DATABASE_ROUTES = [
     "/registry/summary",
@@ -419,7 +411,7 @@ def unreachable_api(
     admin_headers: dict[str, str],
 ) -> CheckedClient:
     """An app whose DATABASE_URL points at a loopback port with nothing listening."""
-    conninfo = f"postgresql://postgres@127.0.0.1:{free_port()}/registry"
+    conninfo = f"postgresql://postgres@127.0.0.1:{dead_port()}/registry"
     app = api_app_factory(conninfo, REGISTRY_RETRY_AFTER_S=7, **FAST_FAILURE)
     return CheckedClient(app.test_client(), api_conformance, admin_headers)
 

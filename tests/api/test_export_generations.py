@@ -81,7 +81,7 @@ def test_pinned_exports_read_their_generation(registry: Registry) -> None:
 
 
 def test_exports_of_dropped_or_unknown_generations_are_refused(registry: Registry) -> None:
-    """410 for a generation no longer kept, 400 for one never produced, as JSON."""
+    """410 for a generation no longer kept, 404 for one never produced, as JSON."""
     registry.load(graph("B"))
     registry.load(graph("C"))  # keeps 3 and 2; drops 1
     for accept in (NDJSON, CSV):
@@ -93,6 +93,10 @@ def test_exports_of_dropped_or_unknown_generations_are_refused(registry: Registr
             "details": {"generation": 1, "current": 3},
         }
         unknown = registry.get("/registry/origins?generation=99", accept)
-        assert unknown.status_code == 400
-        assert set(unknown.get_json()["details"]) == {"generation"}
+        assert unknown.status_code == 404
+        assert unknown.get_json() == {
+            "success": False,
+            "error": "Generation not found",
+            "details": {"generation": 99, "current": 3},
+        }
         assert registry.get("/registry/origins?generation=2", accept).status_code == 200

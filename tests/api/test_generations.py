@@ -1,4 +1,4 @@
-"""Generations over HTTP (contract 7): headers on every answer, 304, pinned reads, 410 and 400.
+"""Generations over HTTP (contract 7): headers on every answer, 304, pinned reads, 410, 404 and 400.
 
 Each test loads graphs of its own into a database of its own, so generation numbers are
 predictable within it.
@@ -262,21 +262,21 @@ def test_304_never_bypasses_the_token_rules(settled: Registry, url: str) -> None
 
 
 @pytest.mark.parametrize(
-    "url",
+    ("url", "status"),
     [
-        "/registry/origins?limit=0",
-        "/registry/origins?generation=x",
-        "/registry/summary?page=1",
-        "/registry/origins/not-an-id",
-        "/registry/nowhere",
-        "/summary?generation=1",
+        ("/registry/origins?limit=0", 400),
+        ("/registry/origins?generation=x", 400),
+        ("/registry/summary?page=1", 400),
+        ("/registry/origins/not-an-id", 404),
+        ("/registry/nowhere", 404),
+        ("/summary?generation=1", 400),
     ],
 )
-def test_error_answers_are_not_stored(settled: Registry, url: str) -> None:
+def test_error_answers_are_not_stored(settled: Registry, url: str, status: int) -> None:
     """400 and 404 under /registry and on /summary: Cache-Control no-store, no ETag."""
     tag = settled.get("/registry/summary").headers["ETag"]
     response = settled.get(url, {"If-None-Match": tag})
-    assert response.status_code in (400, 404)
+    assert response.status_code == status
     assert response.headers["Cache-Control"] == "no-store"
     assert "ETag" not in response.headers
 
@@ -345,7 +345,6 @@ def test_keep_one_generation(registry: Registry) -> None:
 @pytest.mark.parametrize(
     ("value", "why"),
     [
-        ("7", "no generation 7 was ever produced by this registry"),
         ("0", "must be between 1 and 9223372036854775807"),
         ("9223372036854775808", "must be between 1 and 9223372036854775807"),
         ("-1", "must be a whole number written with the digits 0-9"),
@@ -354,10 +353,8 @@ def test_keep_one_generation(registry: Registry) -> None:
     ],
 )
 @pytest.mark.parametrize("path", ["/registry/origins", "/registry/summary", LOOKUP_A])
-def test_bad_or_unknown_generation_is_400(
-    settled: Registry, path: str, value: str, why: str
-) -> None:
-    """A generation never produced, or not a generation at all: the usual 400 body."""
+def test_malformed_generation_is_400(settled: Registry, path: str, value: str, why: str) -> None:
+    """Not a generation at all: the usual 400 body."""
     response = settled.get(f"{path}?generation={value}")
     assert response.status_code == 400
     assert response.get_json() == {
@@ -365,6 +362,26 @@ def test_bad_or_unknown_generation_is_400(
         "error": "Invalid request parameters",
         "details": {"generation": [why]},
     }
+
+
+@pytest.mark.parametrize("value", ["2", "7", "9223372036854775806", "9223372036854775807"])
+@pytest.mark.parametrize(
+    "path",
+    ["/registry/origins", "/registry/summary", LOOKUP_A, "/registry/addresses/1.0.1"],
+)
+def test_generation_never_produced_is_404(settled: Registry, path: str, value: str) -> None:
+    """A well-formed generation this registry never produced: 404 naming the current one."""
+    response = settled.get(f"{path}?generation={value}")
+    assert response.status_code == 404
+    assert response.get_json() == {
+        "success": False,
+        "error": "Generation not found",
+        "details": {"generation": int(value), "current": 1},
+    }
+    assert response.headers["Cache-Control"] == "no-store"
+    assert "Registry-Generation" not in response.headers
+    # the 304 path asks the same question first, and answers the same
+    assert settled.get(f"{path}?generation={value}", {"If-None-Match": "*"}).status_code == 404
 
 
 def test_links_pin_the_answers_generation(registry: Registry) -> None:

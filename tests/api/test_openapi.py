@@ -7,10 +7,12 @@ import copy
 import re
 from typing import Any
 
+import orjson
 import pytest
+from flask import Flask
 from openapi_spec_validator import validate
 
-from registry.api.openapi import build_openapi_document
+from registry.api.openapi import build_openapi_document, served_document
 from tests.api.api_support import CheckedClient, OpenApiConformance
 
 REQ, OPT = True, False
@@ -98,6 +100,12 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     },
     "Page": dict.fromkeys(("page", "limit", "offset", "returned", "total"), ("integer", REQ)),
     "Error": {"success": ("boolean", REQ), "error": ("string", REQ)},
+    # Contract 5 and 11: an export past REGISTRY_MAX_EXPORTS adds a message naming the limit.
+    "ServiceUnavailable": {
+        "success": ("boolean", REQ),
+        "error": ("string", REQ),
+        "message": ("string", OPT),
+    },
     "InvalidParameters": {
         "success": ("boolean", REQ),
         "error": ("string", REQ),
@@ -109,9 +117,15 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     "GenerationGone": {
         "success": ("boolean", REQ),
         "error": ("string", REQ),
-        "details": ("GenerationGoneDetails", REQ),
+        "details": ("GenerationDetails", REQ),
     },
-    "GenerationGoneDetails": {
+    # Contract 5 and 7: 404 for a well-formed generation never produced.
+    "GenerationNotFound": {
+        "success": ("boolean", REQ),
+        "error": ("string", REQ),
+        "details": ("GenerationDetails", REQ),
+    },
+    "GenerationDetails": {
         "generation": ("integer", REQ),
         "current": ("integer|null", REQ),
     },
@@ -129,6 +143,7 @@ ENUMS = [
     ("OriginEnvelope", "success", [True]),
     ("OriginList", "success", [True]),
     ("Error", "success", [False]),
+    ("GenerationNotFound", "error", ["Generation not found"]),
 ]
 
 # Spec 4.3 and 8: name -> (type, enum, minimum, maximum, default).
@@ -147,8 +162,9 @@ LISTING_PARAMETERS = {
 }
 
 PUBLIC, ADMIN = {"200", "400", "405", "500", "503"}, {"401", "403"}
-# Contract 7: answers read from a generation may be 304; a pinned /registry read may be 410.
-CACHED, PINNED = {"304"}, {"304", "410"}
+# Contract 7: answers read from a generation may be 304; a pinned /registry read may be 404
+# (never produced) or 410 (no longer kept).
+CACHED, PINNED = {"304"}, {"304", "404", "410"}
 OPERATIONS = {
     "/summary": ("getIntegrationStatus", "IntegrationStatus", PUBLIC | CACHED),
     "/registry/summary": ("getRegistrySummary", "RegistrySummary", PUBLIC | ADMIN | PINNED),
@@ -156,12 +172,12 @@ OPERATIONS = {
     "/registry/origins/{originId}": (
         "getOrigin",
         "OriginEnvelope",
-        PUBLIC | ADMIN | PINNED | {"404"},
+        PUBLIC | ADMIN | PINNED,
     ),
     "/registry/addresses/{address}": (
         "getOriginByAddress",
         "OriginEnvelope",
-        PUBLIC | ADMIN | PINNED | {"404"},
+        PUBLIC | ADMIN | PINNED,
     ),
     "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
     "/healthz": ("getLiveness", None, PUBLIC - {"503"}),
@@ -199,8 +215,35 @@ def test_document_is_valid_openapi_31(api_document: dict[str, Any]):
 
 
 def test_served_document_is_the_generated_one(api_document: dict[str, Any]):
-    """The service serves what apispec builds from the schemas, nothing hand-kept."""
-    assert api_document == build_openapi_document()
+    """The service serves what apispec builds from the schemas, nothing hand-kept, naming
+    the server it was served from."""
+    assert api_document == served_document("http://localhost")
+    assert {**api_document, "servers": []} == {**build_openapi_document(), "servers": []}
+
+
+@pytest.mark.parametrize(
+    ("base_url", "host", "server"),
+    [
+        ("http://localhost", None, "http://localhost"),
+        ("https://api.example", None, "https://api.example"),
+        ("http://127.0.0.1:8000", None, "http://127.0.0.1:8000"),
+        # behind nginx: SCRIPT_NAME carries the prefix
+        ("https://api.example/v1", None, "https://api.example/v1"),
+        ("https://api.example:8443/v1", None, "https://api.example:8443/v1"),
+        # werkzeug finds no valid host in these: the path alone is left
+        ("http://localhost/v1", "bad>host", "/v1"),
+        ("http://localhost", "two words", "/"),
+    ],
+)
+def test_servers_is_the_absolute_root_the_request_reached(
+    example_app: Flask, base_url: str, host: str | None, server: str
+):
+    """Tools that do not resolve a relative server URL find the server the document names."""
+    headers = {"Host": host} if host else {}
+    response = example_app.test_client().get("/openapi.json", base_url=base_url, headers=headers)
+    assert response.status_code == 200
+    servers = orjson.loads(response.get_data())["servers"]
+    assert [entry["url"] for entry in servers] == [server]
 
 
 def test_document_is_public_json(api_public: CheckedClient):
@@ -267,7 +310,30 @@ def test_component_matches_spec_table(api_document: dict[str, Any], name: str):
 
 def test_no_undocumented_components(api_document: dict[str, Any]):
     """The components are the spec's resources and error bodies, no more."""
-    assert set(api_document["components"]["schemas"]) == set(SPEC_TABLES)
+    assert set(api_document["components"]["schemas"]) == set(SPEC_TABLES) | {"LookupNotFound"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/registry/summary", "GenerationNotFound"),
+        ("/registry/origins", "GenerationNotFound"),
+        ("/registry/origins/{originId}", "LookupNotFound"),
+        ("/registry/addresses/{address}", "LookupNotFound"),
+    ],
+)
+def test_generation_not_found_is_documented(api_document: dict[str, Any], path: str, body: str):
+    """A generation never produced is a 404 (contract 7); a lookup's 404 may be either body."""
+    response = resolve(api_document, api_document["paths"][path]["get"]["responses"]["404"])
+    assert response["content"]["application/json"]["schema"] == {
+        "$ref": f"#/components/schemas/{body}"
+    }
+    assert api_document["components"]["schemas"]["LookupNotFound"] == {
+        "oneOf": [
+            {"$ref": "#/components/schemas/Error"},
+            {"$ref": "#/components/schemas/GenerationNotFound"},
+        ]
+    }
 
 
 @pytest.mark.parametrize(("schema", "field", "values"), ENUMS)
@@ -361,7 +427,6 @@ def test_path_parameters(
 @pytest.mark.parametrize(
     ("path", "status", "header", "header_type"),
     [
-        ("/registry/origins", "200", "Link", "string"),
         ("/summary", "405", "Allow", "string"),
         ("/summary", "503", "Retry-After", "integer"),
         ("/registry/summary", "401", "WWW-Authenticate", "string"),
@@ -385,6 +450,23 @@ def test_response_headers(
     response = resolve(api_document, api_document["paths"][path]["get"]["responses"][status])
     assert response["headers"][header]["required"] is True
     assert response["headers"][header]["schema"] == {"type": header_type}
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/x-ndjson", "text/csv"])
+def test_every_listing_representation_sends_its_required_headers(
+    api_document: dict[str, Any], client: Any, admin_headers: dict[str, str], accept: str
+):
+    """The listing's 200 requires only headers that each of its representations sends: the
+    JSON page's Link, for one, is not sent with an export (it has no pages)."""
+    response = client.get("/registry/origins", headers={**admin_headers, "Accept": accept})
+    assert response.status_code == 200
+    assert response.get_data()
+    assert response.headers["Content-Type"].split(";")[0] == accept
+    documented = api_document["paths"]["/registry/origins"]["get"]["responses"]["200"]
+    required = [name for name, spec in documented["headers"].items() if spec.get("required")]
+    assert required
+    assert [name for name in required if name not in response.headers] == []
+    assert ("Link" in response.headers) is (accept == "application/json")
 
 
 def test_links_between_lookups(api_document: dict[str, Any]):
@@ -456,3 +538,16 @@ def test_checker_refuses_bad_bodies(
     api_conformance.validate("OriginEnvelope", _changed(("success",), True))
     with pytest.raises(AssertionError):
         api_conformance.validate("OriginEnvelope", _changed(path, value))
+
+
+def test_exports_total_and_limit_are_documented(api_document: dict[str, Any]):
+    """Contract 11: an export's Registry-Total (on the listing's 200, not required, since the
+    JSON page has none) and the 503 of an export past the limit, with its message."""
+    listing = api_document["paths"]["/registry/origins"]["get"]["responses"]
+    total = listing["200"]["headers"]["Registry-Total"]
+    assert total["required"] is False and total["schema"]["type"] == "integer"
+    unavailable = api_document["components"]["responses"]["ServiceUnavailable"]
+    assert "REGISTRY_MAX_EXPORTS" in unavailable["description"]
+    body = unavailable["content"]["application/json"]["schema"]["$ref"]
+    assert body == "#/components/schemas/ServiceUnavailable"
+    assert "Retry-After" in unavailable["headers"]

@@ -20,10 +20,10 @@ from flask import Flask
 
 from registry.database import repository
 from registry.database.repository import SEARCHES
-from registry.database.search_text import fold_for_search
 from registry.loader.demo import write_demo_document
 from tests.api.api_support import CheckedClient, OpenApiConformance
 from tests.conftest import load_records
+from tests.properties.model import caseless, search_matches
 
 ORIGINS = 1500
 
@@ -42,16 +42,12 @@ def origins_of(document: bytes) -> list[dict[str, Any]]:
 
 
 def matching_ids(document: bytes, term: str) -> set[str]:
-    """Ids of the origins whose folded name or registry id contains the folded term."""
-    folded = fold_for_search(term)
+    """Ids of the origins the properties model's search rule matches (contract 4, stated
+    apart from the service's folding)."""
     return {
         record["id"]
         for record in origins_of(document)
-        if any(
-            folded in fold_for_search(value)
-            for value in (record.get("name"), record.get("registry_id"))
-            if value
-        )
+        if search_matches(term, record["name"], record.get("registry_id"))
     }
 
 
@@ -60,7 +56,7 @@ def terms_of(document: bytes) -> list[str]:
     words = Counter(
         word
         for record in origins_of(document)
-        for word in fold_for_search(record.get("name") or "").split()
+        for word in caseless(record.get("name") or "").split()
     )
     ranked = [word for word, _ in words.most_common()]
     registry = next(r["registry_id"] for r in origins_of(document) if r.get("registry_id"))
@@ -201,3 +197,23 @@ def test_pages_past_the_remembered_positions_stay_exact(
         assert len(ids) == len(set(ids)) and set(ids) == expected
     remembered = [entry for entry in SEARCHES.results() if entry.total == len(expected)]
     assert remembered and len(remembered[0].positions) == 30
+
+
+def test_distinct_unmatched_searches_stay_within_the_bound(
+    scale_client: tuple[str, CheckedClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches that match nothing keep no positions, yet each is remembered: many distinct
+    ones through the API leave the memory within its bound on entries (lowered here so that a
+    few hundred requests reach it), and every answer is still exact."""
+    conninfo, client = scale_client
+    load_records(conninfo, demo(seed=3))
+    SEARCHES.clear()
+    monkeypatch.setattr(SEARCHES, "max_entries", 50, raising=False)
+    for number in range(300):
+        body = client.json(f"/registry/origins?search=zq{number:05d}xj&limit=1")
+        assert body["page"]["total"] == 0 and body["origins"] == []
+        assert len(SEARCHES.results()) <= 50, number
+    assert len(SEARCHES.results()) == 50 and SEARCHES.held == 0
+    # a remembered search still answers exactly
+    assert client.json("/registry/origins?search=zq00299xj")["page"]["total"] == 0
+    SEARCHES.clear()

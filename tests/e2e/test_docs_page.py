@@ -22,6 +22,7 @@ import pytest
 
 from devtools.production_stack import Gunicorn, Nginx, nginx_binary, start_gunicorn, start_nginx
 from tests.conftest import TEST_SECRET
+from tests.tools import require_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -46,10 +47,7 @@ def require_browser() -> None:
     missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
     if not missing:
         return
-    message = f"{', '.join(missing)} missing (Debian: apt-get install chromium chromium-driver)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    require_tool(None, ", ".join(missing), "chromium chromium-driver")
 
 
 @dataclass
@@ -95,7 +93,7 @@ def deployment(request: pytest.FixtureRequest, servers: Deployment) -> Deploymen
     if request.param == "direct":
         return servers
     if servers.nginx is None:
-        pytest.skip("nginx is not installed (Debian: apt-get install nginx; .ci/run installs it)")
+        require_tool(None, "nginx", "nginx")
     return Deployment(servers.nginx.base, servers.gunicorn, servers.nginx)
 
 

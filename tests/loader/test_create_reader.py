@@ -171,3 +171,107 @@ def test_the_reader_cannot_create_in_public_whatever_the_server_version(graph_db
         ).fetchone()[0]  # type: ignore[index]
     assert can_create is False
     assert role_settings(graph_db, role) == ["default_transaction_read_only=on"]
+
+
+@pytest.mark.parametrize(
+    "power",
+    [
+        "pg_execute_server_program",
+        "pg_read_server_files",
+        "pg_write_server_files",
+        "pg_signal_backend",
+        "pg_write_all_data",
+        "pg_checkpoint",
+    ],
+)
+@pytest.mark.parametrize("through", ["directly", "through another role", "without inheriting"])
+def test_a_member_of_a_predefined_role_beyond_reading_is_refused(
+    graph_db, new_role, power: str, through: str
+):
+    """Server-side powers (running programs, files, signals, writing everything) are refused,
+    whether granted to the role itself or to a role it belongs to; the message names it."""
+    role = new_role()
+    grantee = role
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        if through != "directly":
+            grantee = new_role()
+            conn.execute(
+                sql.SQL("GRANT {} TO {}").format(sql.Identifier(grantee), sql.Identifier(role))
+            )
+            if through == "without inheriting":
+                conn.execute(sql.SQL("ALTER ROLE {} NOINHERIT").format(sql.Identifier(role)))
+        grant = sql.SQL("GRANT {} TO {}")
+        conn.execute(grant.format(sql.Identifier(power), sql.Identifier(grantee)))
+    done = create_reader(graph_db, role)
+    assert done.returncode == 1, done.stdout
+    assert power in done.stderr and role in done.stderr
+    assert "SELECT only" not in done.stdout
+    assert role_settings(graph_db, role) == []
+
+
+def test_a_member_of_the_reading_predefined_roles_is_accepted(graph_db, new_role):
+    """Reading statistics and settings is reading: pg_monitor is no reason to refuse."""
+    role = new_role()
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("GRANT pg_monitor TO {}").format(sql.Identifier(role)))
+    done = create_reader(graph_db, role)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("grant", "why"),
+    [
+        ("GRANT CREATE ON SCHEMA {schema} TO {role}", "CREATE on schema registry_test_scratch"),
+        ("GRANT CREATE ON SCHEMA public TO {role}", "CREATE on schema public"),
+        ("GRANT CREATE ON DATABASE {database} TO {role}", "create schemas"),
+        ("GRANT TEMPORARY ON DATABASE {database} TO {role}", "temporary tables"),
+    ],
+)
+def test_a_role_that_can_create_is_refused(graph_db, new_role, grant: str, why: str):
+    """Creating in any schema, creating schemas and making temporary tables are refused."""
+    role = new_role()
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS registry_test_scratch")
+        database = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            sql.SQL(grant).format(
+                schema=sql.Identifier("registry_test_scratch"),
+                role=sql.Identifier(role),
+                database=sql.Identifier(database),
+            )
+        )
+    done = create_reader(graph_db, role)
+    assert done.returncode == 1, done.stdout
+    assert why in done.stderr and role in done.stderr
+    assert role_settings(graph_db, role) == []
+
+
+def test_a_created_reader_has_no_server_side_powers(graph_db, new_role):
+    """The role the command makes cannot make a temporary table (PUBLIC may by default), nor
+    create anywhere, nor act as any predefined role beyond reading."""
+    role = "registry_test_reader_" + uuid.uuid4().hex[:8]
+    done = create_reader(graph_db, role)
+    try:
+        assert done.returncode == 0, done.stderr
+        with psycopg.connect(graph_db, autocommit=True) as conn:
+            powers = conn.execute(
+                "SELECT has_database_privilege(%(role)s, current_database(), 'TEMPORARY'),"
+                " has_database_privilege(%(role)s, current_database(), 'CREATE'),"
+                " (SELECT count(*) FROM pg_namespace"
+                "  WHERE has_schema_privilege(%(role)s, oid, 'CREATE')),"
+                " (SELECT count(*) FROM pg_roles r WHERE r.rolname LIKE 'pg\\_%%'"
+                "  AND r.rolname NOT IN ('pg_monitor', 'pg_read_all_stats',"
+                "  'pg_read_all_settings', 'pg_stat_scan_tables')"
+                "  AND pg_has_role(%(role)s, r.oid, 'MEMBER'))",
+                {"role": role},
+            ).fetchone()
+            assert powers == (False, False, 0, 0)
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            conn.execute("SET default_transaction_read_only = off")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("CREATE TEMP TABLE t (x text)")
+            conn.execute("RESET ROLE")
+    finally:
+        with psycopg.connect(graph_db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from registry.tokens.jwks_fetch import MAX_JWKS_BYTES
-from registry.tokens.keys import JwksKeySet, KeySourceUnavailable
+from registry.tokens.keys import JwksKey, JwksKeySet, KeySourceUnavailable
 
 KID = "hostile-test-key"
 
@@ -196,3 +196,72 @@ def test_any_unparseable_document_is_no_key(hostile, body: bytes):
 
     with pytest.raises(KeySourceUnavailable):
         JwksKeySet(hostile(answer).url, timeout=5.0).key_for(KID)
+
+
+def hanging_until(release: threading.Event, body: bytes | None = None):
+    """An answer that sends nothing until release is set, then body (if any) as a 200."""
+
+    def answer(conn: socket.socket, server: HostileServer) -> None:
+        release.wait(60)
+        if body is not None:
+            server.send(conn, HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    return answer
+
+
+def test_a_hanging_source_is_backed_off_from_the_end_of_the_failed_fetch(hostile):
+    """A source that never answers costs one fetch up to its deadline; the back-off counts
+    from when that fetch gave up, so the next verification is answered at once (the
+    documented 503) instead of waiting for the deadline again. The deadline is longer than
+    the back-off here, as the 5 s deadline is longer than the 2 s back-off by default."""
+    release = threading.Event()
+    server = hostile(hanging_until(release))
+    keys = JwksKeySet(server.url, timeout=1.0, failure_backoff=0.5)
+    try:
+        with pytest.raises(KeySourceUnavailable):
+            keys.key_for(KID)
+        with pytest.raises(KeySourceUnavailable):
+            keys.key_for(KID)
+        assert keys.fetches == 1 and server.connections == 1
+    finally:
+        release.set()
+
+
+def test_keys_last_known_good_answer_while_a_hanging_source_is_asked(hostile):
+    """Past the lifespan the request that finds the set expired reads it again; while that
+    fetch hangs, other requests whose kid the last good set holds are answered from it at
+    once, not after the fetch (the source sends the new set only once they were answered),
+    and the fetch under way serves a kid it brings without another one."""
+    rotated = ec.generate_private_key(ec.SECP256R1()).public_key()
+    rotated_jwk = jwt.algorithms.ECAlgorithm.to_jwk(rotated, as_dict=True)
+    first = orjson.loads(jwks_document())
+    second = orjson.dumps({"keys": [*first["keys"], {**rotated_jwk, "kid": "rotated"}]})
+    release, asked = threading.Event(), threading.Event()
+    answers = iter([orjson.dumps(first), second])
+
+    def answer(conn: socket.socket, server: HostileServer) -> None:
+        body = next(answers)
+        if body is second:
+            asked.set()
+            release.wait(60)
+        server.send(conn, HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    server = hostile(answer)
+    now = [1000.0]
+    keys = JwksKeySet(server.url, timeout=3.0, lifespan=300.0, clock=lambda: now[0])
+    assert keys.key_for(KID) is not None
+    now[0] += 301.0
+    refreshed: list[JwksKey | None] = []
+    refresher = threading.Thread(target=lambda: refreshed.append(keys.key_for(KID)))
+    refresher.start()
+    try:
+        assert asked.wait(60)  # the refresher's fetch is at the source, which holds it
+        stale = keys.key_for(KID)
+        assert stale is not None and stale.algorithm == "ES256"
+        assert refresher.is_alive()  # answered while the fetch was still under way
+    finally:
+        release.set()
+        refresher.join(60)
+    assert refreshed and refreshed[0] is not None
+    assert keys.key_for("rotated") is not None
+    assert keys.fetches == 2 and server.connections == 2
