@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 ORIGINS ?= 100000
 CLUSTER_ORIGINS ?= 10000
 
-.PHONY: install run test test-db test-cluster lint bench loadtest faulttest cluster clean
+.PHONY: install run stop test test-db test-cluster lint bench loadtest faulttest cluster clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,13 +20,19 @@ install: $(STAMP)
 run: install
 	$(BIN)/registry serve --dev
 
+## make stop: stop the embedded PostgreSQL under .registry/ (make run stops the one it started)
+stop: install
+	$(BIN)/registry db stop
+
 ## make test: the whole suite (PostgreSQL from DATABASE_URL, else the embedded one)
 test: install
 	$(BIN)/python -m pytest
 
-## make test-db: only the tests that need a database (CI runs them again on another server)
+## make test-db: the tests whose outcome depends on the database server (queries, plans,
+## collation, the loader, the properties), for CI's second run on another server; the
+## end-to-end tests (gunicorn, nginx, Prometheus, the browser, packaging) run once, in make test
 test-db: install
-	$(BIN)/python -m pytest -m db
+	$(BIN)/python -m pytest -m "db and not e2e"
 
 lint: install
 	$(BIN)/ruff check .
@@ -34,7 +40,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-clean:
+clean: stop
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 ## make bench [ORIGINS=100000]: performance figures (wrk, the production gunicorn set-up)

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from registry.api import connection, docs, health, openapi, operator, public
+from registry.api import connection, docs, export, health, openapi, operator, public
 from registry.api.admin_token import register_auth
 from registry.api.errors import register_errorhandlers
 from registry.api.generations import register_generations
@@ -29,6 +29,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     configure_logger(app)
     register_request_logging(app)
     connection.init_app(app)
+    export.init_exports(app)
     register_metrics(app)
     register_auth(app)
     register_blueprints(app)

@@ -9,8 +9,12 @@ from typing import IO, Any
 
 import psycopg
 
-from registry.database.conninfo import resolve_database_url, writer_conninfo
+from registry.database.conninfo import resolve_database_url, with_user, writer_conninfo
+from registry.database.embedded import NoEmbeddedServer
 from registry.settings import SettingsError, load_settings
+
+# The role `registry serve --dev` serves through on the embedded server (SELECT only).
+DEV_READER_ROLE = "registry_reader"
 
 
 def _connect(settings: dict[str, Any]) -> psycopg.Connection:
@@ -141,8 +145,9 @@ def command_db_upgrade(args: argparse.Namespace, settings: dict[str, Any]) -> in
 
 
 def command_db_url(args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    """registry db url: print the database URL in use (starting the embedded server if needed)."""
-    print(resolve_database_url(settings))
+    """registry db url: print the database URL in use (starting the embedded server if it
+    exists and is stopped; never creating one)."""
+    print(resolve_database_url(settings, create=False))
     return 0
 
 
@@ -204,7 +209,7 @@ def command_status(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     from registry.database.status import get_database_status, status_lines
 
-    conninfo = resolve_database_url(settings)
+    conninfo = resolve_database_url(settings, create=False)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         status = get_database_status(conn)
     if args.json:
@@ -232,27 +237,39 @@ def command_token(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 
 def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    """registry serve [--dev]: prepare the database and hand over to gunicorn.
+    """registry serve [--dev]: prepare the database and run gunicorn until it exits.
 
-    With --dev (what `make run` does): the embedded PostgreSQL when DATABASE_URL is unset, a
-    demo graph when the database is empty, a generated secret kept in the state folder, and
-    a ready admin token with curl examples printed before gunicorn starts.
+    With --dev (what `make run` does): the embedded PostgreSQL when DATABASE_URL is unset
+    (served through its SELECT-only role DEV_READER_ROLE), a demo graph when the database was
+    never loaded (its load is generation 1), a generated secret kept in the state folder, and
+    a ready admin token with curl examples printed before gunicorn starts. An embedded server
+    this command started is stopped when gunicorn exits (Ctrl-C); one that was already
+    running is left running.
     """
     import os
     import shutil
 
+    from registry.database.embedded import embedded_running
+    from registry.database.migrations import apply_migrations
     from registry.database.queries import QUERIES
+    from registry.database.roles import create_reader_role
     from registry.loader.demo import write_demo_document
     from registry.loader.loading import ensure_graph, load_counts_line, load_document
+    from registry.settings import state_dir
     from registry.tokens.development import development_secret, mint_token
 
+    bind = args.bind or str(settings["REGISTRY_BIND"])
+    embedded = not settings.get("DATABASE_URL")
+    started_here = embedded and not embedded_running(state_dir(settings))
     env = dict(os.environ)
     database_url = resolve_database_url(settings)
     env["DATABASE_URL"] = database_url
     with _connect(settings) as conn:
-        ensure_graph(conn)
-        row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
-        if args.dev and row is not None and row[0] == 0:
+        apply_migrations(conn)
+        loaded = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+        if args.dev and not (loaded and loaded[0]):
+            # A database never loaded: the demo's load is its first generation (publishing
+            # an empty graph first would make it generation 2 and take a retention slot).
             import tempfile
 
             print(f"loading a demo graph of {args.demo_origins:,} origins ...", flush=True)
@@ -260,6 +277,12 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                 write_demo_document(spool, origins=args.demo_origins, seed=1)
                 spool.seek(0)
                 print(load_counts_line(load_document(conn, spool)), flush=True)
+        ensure_graph(conn)
+        if args.dev and embedded:
+            # The embedded cluster's own role is a superuser: serve, as production does,
+            # through a role that can only read. `registry load` keeps the owner's URL.
+            create_reader_role(conn, DEV_READER_ROLE, None)
+            env["DATABASE_URL"] = with_user(database_url, DEV_READER_ROLE)
     if args.dev:
         env["REGISTRY_DEV"] = "1"
         has_key = any(
@@ -273,7 +296,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             token = mint_token(
                 settings, roles=["domain_admin"], ttl_seconds=12 * 3600, subject="make-run"
             )
-            base = f"http://{args.bind}"
+            base = f"http://{bind}"
             print(
                 "\nThe Broadcast Registry API is starting on " + base + "\n\n"
                 "An admin token (domain_admin, valid 12 hours):\n\n"
@@ -285,10 +308,36 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                 f"Or open {base}/docs in a browser: Authorize with the token, then Try it out.\n",
                 flush=True,
             )
-    env["REGISTRY_BIND"] = args.bind
+    env["REGISTRY_BIND"] = bind
     gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
-    os.execve(gunicorn, [gunicorn, "wsgi:app"], env)
-    return 0  # not reached
+    code = _run_until_exit([gunicorn, "wsgi:app"], env)
+    if started_here:
+        from registry.database.embedded import stop_embedded
+
+        stop_embedded(state_dir(settings))
+        print(f"stopped the embedded PostgreSQL under {state_dir(settings)}", flush=True)
+    return code
+
+
+def _run_until_exit(command: list[str], env: dict[str, str]) -> int:
+    """Run command, passing on the signals that stop or reload it; its exit status.
+
+    Ctrl-C reaches both processes from the terminal; a signal sent to this process alone
+    (SIGINT, SIGTERM, SIGHUP, SIGQUIT) is passed on, so gunicorn always hears it.
+    """
+    import signal
+    import subprocess
+
+    process = subprocess.Popen(command, env=env)
+
+    def forward(signum: int, _frame: Any) -> None:
+        if process.poll() is None:
+            process.send_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, forward)
+    code = process.wait()
+    return code if code >= 0 else 128 - code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -339,7 +388,11 @@ def build_parser() -> argparse.ArgumentParser:
     token.set_defaults(run=command_token)
     serve = commands.add_parser("serve", help="prepare the database and run gunicorn")
     serve.add_argument("--dev", action="store_true", help="development mode (make run)")
-    serve.add_argument("--bind", default="127.0.0.1:8000", help="host:port to listen on")
+    serve.add_argument(
+        "--bind",
+        default=None,
+        help="host:port to listen on (default: REGISTRY_BIND, else 127.0.0.1:8000)",
+    )
     serve.add_argument(
         "--demo-origins",
         type=int,
@@ -365,6 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except psycopg.OperationalError as error:
         print(f"registry: cannot reach the database: {error}", file=sys.stderr)
+        return 1
+    except NoEmbeddedServer as missing:
+        print(f"registry: {missing}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 1

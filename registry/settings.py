@@ -14,6 +14,8 @@ DEFAULTS: dict[str, Any] = {
     # Where gunicorn's workers write their metrics (set by gunicorn.conf.py when unset).
     "PROMETHEUS_MULTIPROC_DIR": None,
     "REGISTRY_DEV": False,
+    # gunicorn's address (gunicorn.conf.py reads it too); `registry serve --bind` defaults to it.
+    "REGISTRY_BIND": "127.0.0.1:8000",
     "REGISTRY_JWT_SECRET": None,
     "REGISTRY_JWT_PUBLIC_KEY": None,
     "REGISTRY_JWKS_URL": None,
@@ -22,6 +24,9 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_JWT_ISSUER": None,
     "REGISTRY_JWT_ROLES_CLAIM": "roles",
     "REGISTRY_STATEMENT_TIMEOUT_MS": 5000,
+    # A request's transaction left open this long (ms) is ended by the server; an export's
+    # transaction is exempt (its send timeout bounds it instead).
+    "REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS": 10000,
     "REGISTRY_CONNECT_TIMEOUT_S": 2,
     "REGISTRY_POOL_MIN_SIZE": 1,
     "REGISTRY_POOL_MAX_SIZE": 4,
@@ -39,24 +44,36 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_MAX_REPLICA_LAG_S": 10.0,
     # Generations kept for pinned reads (contract 7): the current one and those before it.
     "REGISTRY_KEEP_GENERATIONS": 2,
+    # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
+    # of the instance's workers (at least 1) when unset; a single process defaults to 1.
+    "REGISTRY_MAX_EXPORTS": 1,
+    # An export whose client takes nothing for this long (seconds) is ended, cut short. Keep
+    # it below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT), which would end it harder.
+    "REGISTRY_EXPORT_SEND_TIMEOUT_S": 20.0,
+    # The file whose locks count one instance's exports across its workers; gunicorn.conf.py
+    # names one per instance. Unset: the process's own count.
+    "REGISTRY_EXPORT_SLOTS_FILE": None,
     # Read by `registry db create-reader` only: the new role's password (never in argv).
     "REGISTRY_READER_PASSWORD": None,
 }
 
 _INTEGERS = {
     "REGISTRY_STATEMENT_TIMEOUT_MS",
+    "REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS",
     "REGISTRY_POOL_MIN_SIZE",
     "REGISTRY_POOL_MAX_SIZE",
     "REGISTRY_POOL_MAX_WAITING",
     "REGISTRY_RETRY_AFTER_S",
     "REGISTRY_KEEP_GENERATIONS",
+    "REGISTRY_MAX_EXPORTS",
 }
-_POSITIVE = {"REGISTRY_KEEP_GENERATIONS"}
+_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_MAX_EXPORTS"}
 _FLOATS = {
     "REGISTRY_CONNECT_TIMEOUT_S",
     "REGISTRY_POOL_TIMEOUT_S",
     "REGISTRY_POOL_MAX_LIFETIME_S",
     "REGISTRY_MAX_REPLICA_LAG_S",
+    "REGISTRY_EXPORT_SEND_TIMEOUT_S",
 }
 _BOOLEANS = {"REGISTRY_DEV", "REGISTRY_PGBOUNCER"}
 

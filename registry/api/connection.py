@@ -24,7 +24,7 @@ def get_connection() -> psycopg.Connection:
         conn = database.getconn()
         pinned = _pinned_generation()
         if pinned is not None and is_standby(conn) and not has_generation(conn, pinned):
-            # A standby that has not replayed the generation asked for would answer 400 where
+            # A standby that has not replayed the generation asked for would answer 404 where
             # the primary answers it: ask the primary (docs/scaling.md, consistency).
             database.putconn(conn)
             conn = database.getconn_primary()

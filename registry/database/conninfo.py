@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from registry.database.embedded import embedded_database_url
+from registry.database.embedded import embedded_database_url, existing_embedded_database_url
 from registry.settings import state_dir
 
 # TCP keepalives, so a query on a connection whose server vanished from the network (no
@@ -23,11 +23,17 @@ TCP_DEFAULTS = {
 }
 
 
-def resolve_database_url(settings: Mapping[str, Any]) -> str:
-    """DATABASE_URL when set, else the embedded server's default database."""
+def resolve_database_url(settings: Mapping[str, Any], create: bool = True) -> str:
+    """DATABASE_URL when set, else the embedded server's default database.
+
+    create False (commands that only read): an embedded server that does not exist yet is
+    not created; NoEmbeddedServer says where it was looked for.
+    """
     url = settings.get("DATABASE_URL")
     if url:
         return str(url)
+    if not create:
+        return existing_embedded_database_url(state_dir(settings))
     return embedded_database_url(state_dir(settings))
 
 
@@ -35,6 +41,14 @@ def with_database(conninfo: str, dbname: str) -> str:
     """The same server and credentials, another database."""
     params = conninfo_to_dict(conninfo)
     params["dbname"] = dbname
+    return make_conninfo("", **params)
+
+
+def with_user(conninfo: str, user: str) -> str:
+    """The same server and database, as another role (no password: the server trusts it)."""
+    params = conninfo_to_dict(conninfo)
+    params.pop("password", None)
+    params["user"] = user
     return make_conninfo("", **params)
 
 
@@ -128,7 +142,8 @@ def session_options(settings: Mapping[str, Any]) -> str:
     return (
         "-c default_transaction_read_only=on"
         f" -c statement_timeout={int(settings['REGISTRY_STATEMENT_TIMEOUT_MS'])}"
-        " -c idle_in_transaction_session_timeout=10000"
+        " -c idle_in_transaction_session_timeout="
+        f"{int(settings['REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS'])}"
         " -c max_parallel_workers_per_gather=0"
     )
 
@@ -142,7 +157,9 @@ def request_settings(settings: Mapping[str, Any]) -> dict[str, str]:
     """
     return {
         "statement_timeout": str(int(settings["REGISTRY_STATEMENT_TIMEOUT_MS"])),
-        "idle_in_transaction_session_timeout": "10000",
+        "idle_in_transaction_session_timeout": str(
+            int(settings["REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS"])
+        ),
         "max_parallel_workers_per_gather": "0",
     }
 

@@ -53,6 +53,31 @@ def embedded_database_url(state_dir: Path, database: str = "postgres") -> str:
     return str(server.get_uri(database))
 
 
+class NoEmbeddedServer(Exception):
+    """A command that only reads found no embedded server to read (it never creates one)."""
+
+
+def existing_embedded_database_url(state_dir: Path, database: str = "postgres") -> str:
+    """As embedded_database_url, for commands that only read: never creates a server.
+
+    NoEmbeddedServer, saying where it looked and how to point elsewhere, when state_dir holds
+    no embedded server's data folder.
+    """
+    if not (state_dir / PGDATA_FOLDER / "PG_VERSION").is_file():
+        raise NoEmbeddedServer(
+            f"no embedded PostgreSQL under {state_dir}, and DATABASE_URL is unset: nothing "
+            "was created. Run this in the project folder (where `make run` keeps its state, "
+            "`.registry`), or set REGISTRY_STATE_DIR to that folder, or DATABASE_URL to your "
+            "database."
+        )
+    return embedded_database_url(state_dir, database)
+
+
+def embedded_running(state_dir: Path) -> bool:
+    """Whether the embedded server under state_dir is running now."""
+    return _running_postmaster(state_dir / PGDATA_FOLDER) is not None
+
+
 def stop_embedded(state_dir: Path, wait_s: float = 60.0) -> int | None:
     """Stop the embedded server under state_dir; its postmaster's pid, or None if none ran.
 

@@ -186,3 +186,23 @@ def test_a_statement_over_its_time_is_not_called_unreachable(
         done.stderr
     )
     assert graph_state(served.conninfo) == served.state
+
+
+@pytest.mark.parametrize("keep", [1, 3])
+def test_keep_generations_in_the_loads_environment_sets_retention(
+    database_factory: Callable[[], str], example_document: bytes, tmp_path: Path, keep: int
+):
+    """REGISTRY_KEEP_GENERATIONS set for the `registry load` process decides what it keeps:
+    after four loads, exactly the newest `keep` generations are left, the rest dropped."""
+    conninfo = database_factory()
+    path = write(tmp_path, example_document)
+    for _ in range(4):
+        done = registry_load(conninfo, path, env={"REGISTRY_KEEP_GENERATIONS": str(keep)})
+        assert done.returncode == 0, done.stderr
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT generation, dropped_at IS NULL FROM registry_meta.generations"
+            " ORDER BY generation"
+        ).fetchall()
+    assert [generation for generation, kept in rows if kept] == list(range(5 - keep, 5))
+    assert [generation for generation, kept in rows if not kept] == list(range(1, 5 - keep))

