@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from devtools.benchmark import demo_document, pick_targets, public_urls
-from devtools.cluster import Cluster, pgbouncer_binary, start_cluster
+from devtools.bench_targets import demo_document, pick_targets, public_urls
+from devtools.cluster import Cluster, start_cluster
+from devtools.cluster_parts import pgbouncer_binary
 from devtools.loadtest import WrkResult, parse_wrk, write_script, wrk_command
 from devtools.production_stack import PREFIX, REPO, nginx_binary
 

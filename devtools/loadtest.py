@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psycopg
 
-from devtools.benchmark import demo_document, pick_targets, prepare_database, public_urls
+from devtools.bench_targets import demo_document, pick_targets, prepare_database, public_urls
 from devtools.production_stack import (
     PREFIX,
     REPO,

@@ -24,7 +24,7 @@ from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict
 
-from devtools.cluster import PgBouncer, service_user
+from devtools.cluster_parts import PgBouncer, service_user
 from devtools.production_stack import free_port
 from registry.database.conninfo import resolve_database_url, with_database
 from registry.database.pool import Database
