@@ -4,6 +4,7 @@ per test run (dropped at the end), graphs loaded through the real loader, and re
 from __future__ import annotations
 
 import io
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,8 +18,9 @@ import pytest
 from psycopg import sql
 
 from registry.database.conninfo import resolve_database_url, with_database
+from registry.database.embedded import embedded_running, stop_embedded
 from registry.loader.loading import load_document
-from registry.settings import load_settings
+from registry.settings import load_settings, state_dir
 
 # The contract's worked example and its answers, kept with the tests.
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -32,10 +34,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.db)
 
 
+# Ports held bound and never listening, for as long as the run lasts (dead_port).
+_DEAD_PORTS: list[socket.socket] = []
+
+
+def dead_port() -> int:
+    """A loopback port where a connection is refused at once, for the whole run.
+
+    Bound but never listening, and held: a port merely found free and let go could be taken
+    meanwhile by another process on a shared machine, and a "dead" server would answer.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    _DEAD_PORTS.append(sock)
+    return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _release_dead_ports() -> Iterator[None]:
+    """Close the ports dead_port held, once the run is over."""
+    yield
+    while _DEAD_PORTS:
+        _DEAD_PORTS.pop().close()
+
+
 @pytest.fixture(scope="session")
-def server_url() -> str:
-    """The PostgreSQL server the tests use: DATABASE_URL, else the embedded default."""
-    return resolve_database_url(load_settings())
+def server_url() -> Iterator[str]:
+    """The PostgreSQL server the tests use: DATABASE_URL, else the embedded default, which
+    is stopped again at the end when this run started it (as `make run` does)."""
+    settings = load_settings()
+    started = not settings.get("DATABASE_URL") and not embedded_running(state_dir(settings))
+    yield resolve_database_url(settings)
+    if started:
+        stop_embedded(state_dir(settings))
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +130,9 @@ def app_config(conninfo: str, **extra: Any) -> dict[str, Any]:
         "REGISTRY_JWT_SECRET": TEST_SECRET,
         "REGISTRY_JWT_ALGORITHMS": "HS256",
         "REGISTRY_POOL_MAX_SIZE": 2,
+        # A test may check an export's headers and leave its body to the garbage collector;
+        # the export limit is tested over real HTTP (tests/e2e/test_export_capacity.py).
+        "REGISTRY_MAX_EXPORTS": 64,
         **extra,
     }
 

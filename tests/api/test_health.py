@@ -3,7 +3,6 @@ schema version, liveness follows nothing but the process."""
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,16 +16,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.queries import QUERIES
 from registry.database.roles import create_reader_role
-from tests.conftest import load_records, make_token
+from tests.conftest import dead_port, load_records, make_token
 
 JSON = "application/json"
-
-
-def free_port() -> int:
-    """A loopback port with nothing listening on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 FAST_FAILURE = {"REGISTRY_POOL_TIMEOUT_S": 0.5, "REGISTRY_CONNECT_TIMEOUT_S": 1}
@@ -48,7 +40,7 @@ def assert_not_ready(response: Any, reason_part: str) -> None:
 @pytest.fixture(scope="module")
 def unreachable_app(api_app_factory: Callable[..., Flask]) -> Flask:
     """An app whose database address has nothing listening."""
-    return api_app_factory(f"postgresql://postgres@127.0.0.1:{free_port()}/x", **FAST_FAILURE)
+    return api_app_factory(f"postgresql://postgres@127.0.0.1:{dead_port()}/x", **FAST_FAILURE)
 
 
 def test_healthz_is_public_json(client: Any):

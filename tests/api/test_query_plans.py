@@ -331,6 +331,7 @@ EXPORTS = {
 }
 EXPORT_SETUP = {
     "origins/begin_export",
+    "origins/set_export_settings",
     "origins/get_export_stamp",
     "origins/origin_csv_exists",
 }

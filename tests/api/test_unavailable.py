@@ -6,7 +6,6 @@ held still, instead of timing requests: a busy machine must not decide the outco
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -14,16 +13,9 @@ import pytest
 from flask import Flask
 
 from registry.database import pool as pool_module
-from tests.conftest import make_token
+from tests.conftest import dead_port, make_token
 
 ADMIN = {"Authorization": f"Bearer {make_token()}"}
-
-
-def free_port() -> int:
-    """A loopback port with nothing listening on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_requests_fail_fast_while_the_database_is_unreachable(
@@ -35,7 +27,7 @@ def test_requests_fail_fast_while_the_database_is_unreachable(
     now = [1000.0]
     monkeypatch.setattr(pool_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
     app = api_app_factory(
-        f"postgresql://postgres@127.0.0.1:{free_port()}/registry", REGISTRY_POOL_TIMEOUT_S=0.5
+        f"postgresql://postgres@127.0.0.1:{dead_port()}/registry", REGISTRY_POOL_TIMEOUT_S=0.5
     )
     client = app.test_client()
     database = app.extensions["registry_db"]

@@ -9,6 +9,7 @@ never how fast.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import orjson
@@ -16,8 +17,11 @@ import psycopg
 import pytest
 
 from devtools.cluster import READER, Cluster
+from devtools.cluster_parts import PgBouncer, PostgresServer
+from devtools.production_stack import free_port
 from registry.database.pool import Database
 from registry.database.queries import QUERIES
+from registry.loader.demo import write_demo_document
 from registry.settings import load_settings
 from tests.cluster.conftest import (
     MAX_LAG_S,
@@ -29,8 +33,14 @@ from tests.cluster.conftest import (
 )
 from tests.conftest import FIXTURES, TEST_SECRET, make_token
 from tests.e2e.raw_http import request
+from tests.e2e.slow_client import SlowClient
 
 pytestmark = pytest.mark.e2e
+
+
+def cluster_workers(cluster: Cluster) -> int:
+    """gunicorn workers over every app instance of the cluster."""
+    return sum(len(app.worker_pids()) for app in cluster.apps)
 
 
 def registry_summary(cluster: Cluster) -> dict:
@@ -105,6 +115,55 @@ def test_session_settings_hold_per_transaction_through_pgbouncer(cluster: Cluste
         database.close()
 
 
+def test_transaction_pooling_shares_one_server_backend_between_clients(cluster: Cluster):
+    """A PgBouncer with a pool of one server connection: two clients (two pools of the app's
+    own code, each with its own time budget) are answered by the same server backend, and
+    each request still runs under its own client's settings."""
+    primary = cluster.primary_bouncer
+    single = PgBouncer(
+        "pgbouncer-single", cluster.folder / "pgbouncer-single", free_port(),
+        cluster.primary.port, primary.user,
+    )  # fmt: skip
+    single.folder.mkdir(parents=True, exist_ok=True)
+    single.write_config()
+    text = single.ini.read_text()
+    for old, new in (("default_pool_size = 20", "default_pool_size = 1"),
+                     ("reserve_pool_size = 5", "reserve_pool_size = 0")):  # fmt: skip
+        assert old in text
+        text = text.replace(old, new)
+    single.ini.write_text(text)
+    single.start()
+    url = f"postgresql://{READER}@127.0.0.1:{single.port}/registry"
+    databases = [
+        Database(
+            load_settings(
+                {"DATABASE_URL": url, "REGISTRY_PGBOUNCER": True,
+                 "REGISTRY_STATEMENT_TIMEOUT_MS": budget}
+            )
+        )
+        for budget in (300, 700)
+    ]  # fmt: skip
+    try:
+        seen = []
+        for _ in range(2):
+            for database, budget in zip(databases, ("300ms", "700ms"), strict=True):
+                conn = database.getconn()
+                try:
+                    pid = conn.execute("SELECT pg_backend_pid()").fetchone()
+                    timeout = conn.execute("SHOW statement_timeout").fetchone()
+                    assert timeout == (budget,)
+                    assert conn.execute("SHOW transaction_read_only").fetchone() == ("on",)
+                    seen.append(pid)
+                finally:
+                    database.putconn(conn)
+        # Both clients stayed connected to PgBouncer throughout; one server backend served all.
+        assert len(set(seen)) == 1, seen
+    finally:
+        for database in databases:
+            database.close()
+        single.stop()
+
+
 def test_a_restarted_standby_of_an_idle_primary_is_not_behind(cluster: Cluster):
     """Restarted, a standby reports as received the start of the WAL segment its streaming
     resumes from, behind what it replayed from its own files; with nothing new to receive it
@@ -175,12 +234,20 @@ def test_a_paused_standby_answers_neither_pinned_nor_stale_reads(cluster: Cluste
         assert listing.status_code == 200
         assert listing.headers["Registry-Generation"] == str(new)
         never = client.get(f"/registry/summary?generation={new + 5}", headers=admin)
-        assert never.status_code == 400  # what the primary says too
+        assert never.status_code == 404  # what the primary says too
+        assert never.get_json()["details"] == {"generation": new + 5, "current": new}
 
         time.sleep(MAX_LAG_S + 1.5)
         with Traffic(cluster) as traffic:
             time.sleep(2)
         assert traffic.failures() == []
+        # Past the lag limit no answer comes from the paused standby's old generation.
+        stale = [
+            (seen.route, seen.answer.header("Registry-Generation"))
+            for seen in traffic.seen
+            if seen.answer.header("Registry-Generation") != str(new)
+        ]
+        assert traffic.seen and stale == []
         assert generation_of(cluster) == new
         assert generation_of(cluster, f"/v1/registry/summary?generation={new}") == new
     finally:
@@ -216,13 +283,16 @@ def test_one_app_host_killed(cluster: Cluster):
 
 
 def test_pgbouncer_restarted(cluster: Cluster):
-    """Restart the standby's PgBouncer under traffic: at most JSON 503s, then all 200s."""
+    """Restart the standby's PgBouncer under traffic: at most one JSON 503 per worker in the
+    cluster (each loses its connection through that PgBouncer once), then all 200s."""
     wait_until_all_ok(cluster)
+    workers = cluster_workers(cluster)
     with Traffic(cluster) as traffic:
         time.sleep(1)
         cluster.standby_bouncer.restart()
         time.sleep(3)
     assert_failures_are_unavailable(traffic)
+    assert len(traffic.failures()) <= workers
     wait_until_all_ok(cluster)
 
 
@@ -235,6 +305,7 @@ def test_standby_stopped(cluster: Cluster):
     """
     wait_until_all_ok(cluster)
     wait_until_reads_on_standby(cluster)
+    workers = cluster_workers(cluster)
     with Traffic(cluster) as traffic:
         time.sleep(1)
         cluster.standby.stop()
@@ -245,6 +316,10 @@ def test_standby_stopped(cluster: Cluster):
         time.sleep(2)
     assert during > 0, "nothing answered while the standby was down"
     assert_failures_are_unavailable(traffic)
+    # docs/scaling.md: at most two per worker, the request its connection on the standby
+    # was serving and one queued while its next connection was checked through the
+    # standby's PgBouncer, which still accepts logins.
+    assert len(traffic.failures()) <= 2 * workers
     wait_until_all_ok(cluster)
     cluster.wait_for_replay()
 
@@ -282,7 +357,8 @@ def test_primary_stopped(cluster: Cluster):
         time.sleep(3)
         during = traffic.ok_between(stopped + 2, time.monotonic())
     assert during > 0, "nothing answered while the primary was down"
-    assert_failures_are_unavailable(traffic)
+    # docs/scaling.md: reads are on the standby, so a stopped primary costs no request.
+    assert traffic.failures() == []
     assert load.returncode == 1
     assert "no primary (read-write) database server could be reached" in load.stderr
     assert "nothing changed" in load.stderr
@@ -291,3 +367,53 @@ def test_primary_stopped(cluster: Cluster):
     wait_until_all_ok(cluster)
     cluster.wait_for_replay()
     assert registry_summary(cluster) == before
+
+
+# Enough origins (about 13 MB of NDJSON) that the export outgrows every buffer between the
+# worker and a slow reader, so its transaction stays open on the standby.
+EXPORT_ORIGINS = 15_000
+
+
+def test_loads_during_an_export_on_the_standby_do_not_cut_it(cluster: Cluster):
+    """An export streaming from the standby to a slow reader while two loads commit on the
+    primary (its generation leaves retention): the primary drops it, and the standby's
+    replay of that drop waits for the export, which ends complete on its generation."""
+    document = cluster.folder / "export-demo.jsonl"
+    with open(document, "wb") as out:
+        write_demo_document(out, EXPORT_ORIGINS, 5)
+    try:
+        assert cluster.load(document).returncode == 0
+        cluster.wait_for_replay()
+        wait_until_reads_on_standby(cluster)
+        app = cluster.apps[0]
+        headers = {"Authorization": f"Bearer {cluster.token()}", "Accept": "application/x-ndjson"}
+        client = SlowClient(app.port, "/registry/origins", headers)
+        assert client.status == 200
+        assert client.head["registry-total"] == str(EXPORT_ORIGINS)
+        client.read_for(1)
+        # The export's transaction is on the standby, waiting on its reader.
+        assert exports_waiting_on(cluster.standby) == 1
+        reader = threading.Thread(target=client.read_for, args=(25,))
+        reader.start()
+        for _ in range(2):
+            assert cluster.load(document).returncode == 0
+        reader.join()
+        body = client.read_rest()
+        assert body.complete
+        assert len(body.lines()) == EXPORT_ORIGINS
+        cluster.wait_for_replay()
+    finally:
+        assert cluster.load(FIXTURES / "small-graph.jsonl").returncode == 0
+        cluster.wait_for_replay()
+
+
+def exports_waiting_on(server: PostgresServer) -> int:
+    """Sessions of the app's role on one server inside a transaction, waiting."""
+    with server.connect() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s"
+            " AND state LIKE 'idle in transaction%%'",
+            (READER,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devtools.production_stack import Gunicorn, start_gunicorn
+from devtools.production_stack import Gunicorn, nginx_binary, start_gunicorn
+from tests.tools import require_tool
 
 
 @dataclass
@@ -46,3 +47,10 @@ def gunicorn_factory(tmp_path: Path) -> Iterator[Callable[..., Gunicorn]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def nginx_installed() -> None:
+    """For modules that put nginx in front of gunicorn in every test
+    (`pytest.mark.usefixtures("nginx_installed")`): skip or fail as tests/tools.py says."""
+    require_tool(nginx_binary(), "nginx", "nginx")

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devtools.production_stack import Gunicorn, nginx_binary, start_nginx
 from tests.conftest import TEST_SECRET, make_token
 from tests.e2e.conftest import fetch
+from tests.tools import require_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -180,8 +181,7 @@ def test_generation_and_build_info_are_scraped(gunicorn_factory, example_db):
 
 def test_nginx_never_exposes_metrics(gunicorn_factory, example_db, tmp_path):
     """/v1/metrics through deploy/nginx.conf is a 404; gunicorn's own port answers it."""
-    if nginx_binary() is None:
-        pytest.skip("nginx is not installed")
+    require_tool(nginx_binary(), "nginx", "nginx")
     server = gunicorn_factory({"DATABASE_URL": example_db, "REGISTRY_JWT_SECRET": TEST_SECRET})
     nginx = start_nginx(tmp_path / "nginx", server.port)
     try:

@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from devtools.production_stack import free_port
@@ -246,3 +247,65 @@ def test_gunicorn_without_a_key_setting_exits_with_the_message(database_factory)
     assert "registry: cannot start: " in done.stderr
     assert "no token key is configured: set REGISTRY_JWT_SECRET" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_serve_dev_on_the_embedded_server_reads_through_a_select_only_role(tmp_path: Path):
+    """`make run` with no DATABASE_URL: the embedded cluster's own role is a superuser, so the
+    service connects as a role that can only read, as in production; `registry load` still
+    loads as the owner."""
+    state = tmp_path / "state"
+    env = clean_env(REGISTRY_STATE_DIR=str(state), REGISTRY_WORKERS="1")
+    port = free_port()
+    serve = ["serve", "--dev", "--bind", f"127.0.0.1:{port}", "--demo-origins", "100"]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "registry.cli", *serve],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_200(f"http://127.0.0.1:{port}/readyz", server)
+        admin = {"Authorization": f"Bearer {dev_token(env)}"}
+        for target in ("/summary", "/registry/summary", "/registry/origins?search=a", "/metrics"):
+            assert get(f"http://127.0.0.1:{port}{target}", admin)[0] == 200, target
+        export = get(f"http://127.0.0.1:{port}/registry/origins", {**admin, "Accept": "text/csv"})
+        assert export[0] == 200 and export[1].count(b"\n") > 50
+        owner = registry_command(env, "db", "url").stdout.strip()
+        with psycopg.connect(owner, autocommit=True) as conn:
+            serving = conn.execute(
+                "SELECT DISTINCT a.usename::text, r.rolsuper FROM pg_stat_activity a"
+                " JOIN pg_roles r ON r.oid = a.usesysid"
+                " WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()"
+            ).fetchall()
+            assert serving == [("registry_reader", False)]
+        # a load as the owner is served to the reader at once
+        document = tmp_path / "demo.jsonl"
+        registry_command(env, "demo", "--origins", "30", "--out", str(document))
+        assert registry_command(env, "load", str(document)).returncode == 0
+        status, body = get(f"http://127.0.0.1:{port}/registry/summary", admin)
+        assert status == 200 and json.loads(body)["canonical_origins"] < 100
+    finally:
+        stop(server)
+        registry_command(env, "db", "stop")
+
+
+def registry_command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`registry ARGS` with env; fails the test on a non-zero exit."""
+    done = subprocess.run(
+        [sys.executable, "-m", "registry.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def dev_token(env: dict[str, str]) -> str:
+    """An admin token signed with the development secret of the state folder."""
+    return registry_command({**env, "REGISTRY_DEV": "1"}, "token").stdout.strip()

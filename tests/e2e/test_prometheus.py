@@ -10,6 +10,7 @@ import pytest
 from devtools.prometheus_server import prometheus_binary, start_prometheus
 from tests.conftest import TEST_SECRET, make_token
 from tests.e2e.conftest import fetch
+from tests.tools import require_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -28,8 +29,7 @@ def vector(prometheus, promql: str, *labels: str) -> Counter:
 
 def test_prometheus_sums_match_what_was_sent(gunicorn_factory, example_db, tmp_path):
     """Requests of known kinds, scraped by Prometheus, summed by route and status with PromQL."""
-    if prometheus_binary() is None:
-        pytest.skip("prometheus is not installed (Debian: apt-get install prometheus)")
+    require_tool(prometheus_binary(), "prometheus", "prometheus")
     server = gunicorn_factory(
         {"DATABASE_URL": example_db, "REGISTRY_JWT_SECRET": TEST_SECRET}, workers=3
     )

@@ -97,9 +97,32 @@ _FOLDED = {
     "\u0391": "\u03b1",  # GREEK CAPITAL LETTER ALPHA
     "\u041a": "\u043a",  # CYRILLIC CAPITAL LETTER KA
 }
-# Characters that fold to themselves: dotless i (no folding), small sigma, alpha and ka, and
-# the combining acute and dot above.
-_SELF_FOLDED = frozenset("\u0131\u03c3\u03b1\u043a\u0301\u0307")
+# The demo graph's own letters (registry.loader.demo's names), for the tests that search it:
+# capitals to their small letters (CaseFolding.txt, status C), each precomposed letter kept
+# whole, as NFC composes it again after folding.
+_FOLDED.update(
+    {
+        "\u00ce": "\u00ee",  # LATIN CAPITAL LETTER I WITH CIRCUMFLEX
+        "\u00d8": "\u00f8",  # LATIN CAPITAL LETTER O WITH STROKE
+        "\u00dc": "\u00fc",  # LATIN CAPITAL LETTER U WITH DIAERESIS
+        "\u010c": "\u010d",  # LATIN CAPITAL LETTER C WITH CARON
+        "\u0141": "\u0142",  # LATIN CAPITAL LETTER L WITH STROKE
+        "\u0395": "\u03b5",  # GREEK CAPITAL LETTER EPSILON
+        "\u0412": "\u0432",  # CYRILLIC CAPITAL LETTER VE
+        "\u041c": "\u043c",  # CYRILLIC CAPITAL LETTER EM
+        "\u0421": "\u0441",  # CYRILLIC CAPITAL LETTER ES
+        "\u0422": "\u0442",  # CYRILLIC CAPITAL LETTER TE
+    }
+)
+# Characters that fold to themselves: dotless i (no folding), small sigma, alpha and ka, the
+# combining acute and dot above; and the demo's small letters, kana and kanji.
+_SELF_FOLDED = frozenset(
+    "\u0131\u03c3\u03b1\u043a\u0301\u0307"
+    "\u00e3\u00ed\u00ee\u00f3\u00f6\u00f8\u00fc\u010d\u0142\u0144\u017a"
+    "\u03ae\u03b4\u03b5\u03b7\u03b8\u03b9\u03ba\u03bb\u03bd"
+    "\u0430\u0432\u043c\u043e\u043f\u0440\u0441\u0442"
+    "\u30b9\u30cb\u30e5\u30fc\u4eac\u65e5\u672c\u6771"
+)
 _COMPOSED = {"e\u0301": "é"}
 
 

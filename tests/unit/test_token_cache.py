@@ -88,19 +88,33 @@ def test_refused_tokens_are_not_cached(verifier: TokenVerifier) -> None:
     assert len(verifier.cache) == 0
 
 
-def test_a_cached_token_stops_being_accepted_once_it_expires(verifier: TokenVerifier) -> None:
-    """exp plus the leeway ends a cached token exactly as it ends an uncached one."""
-    exp = int(time.time()) - LEEWAY_S + 2  # accepted for about two more seconds
+def test_a_cached_token_stops_being_accepted_once_it_expires(
+    verifier: TokenVerifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """exp plus the leeway ends a cached token exactly as it ends an uncached one. The
+    cache's clock is moved by hand (no race with a real second), and past exp + leeway the
+    signature check says what PyJWT says then: expired."""
+    now = [float(int(time.time()))]
+    verifier.cache.clock = lambda: now[0]
+    exp = int(now[0]) + 100
     token = make_token(exp=exp)
     verifier.verify(token)
-    verifier.verify(token)  # from the cache
     assert len(verifier.cache) == 1
-    while time.time() <= exp + LEEWAY_S + 0.05:
-        time.sleep(0.1)
+    real_decode = jwt.decode
+
+    def expired(*args: Any, **kwargs: Any) -> Any:
+        """PyJWT at a moment past exp + leeway."""
+        raise jwt.ExpiredSignatureError("Signature has expired")
+
+    monkeypatch.setattr(jwt, "decode", expired)
+    now[0] = exp + LEEWAY_S - 1  # the leeway still covers it: from the cache
+    assert verifier.verify(token)["sub"] == "tester"
+    now[0] = exp + LEEWAY_S  # PyJWT too counts this moment as expired
     with pytest.raises(TokenRejected) as raised:
         verifier.verify(token)
     assert raised.value.reason == "ExpiredSignatureError"
     assert len(verifier.cache) == 0
+    monkeypatch.setattr(jwt, "decode", real_decode)
 
 
 def test_the_time_window_honours_nbf_iat_exp_and_the_age_limit() -> None:
