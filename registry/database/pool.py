@@ -30,9 +30,9 @@ from registry.database.conninfo import (
     request_settings,
     resolve_database_url,
     standby_conninfo,
-    without_host,
 )
 from registry.database.generations import current_generation
+from registry.database.hosts import ProbeConnection, VerifiedConnection, suspect_host
 from registry.database.queries import QUERIES
 
 log = logging.getLogger("registry.db")
@@ -73,33 +73,6 @@ def has_generation(conn: psycopg.Connection, generation: int) -> bool:
 def is_standby(conn: psycopg.Connection) -> bool:
     """Whether the server is a hot standby (PostgreSQL 14+ reports it at login; no query)."""
     return conn.info.parameter_status("in_hot_standby") == "on"
-
-
-class VerifiedConnection(psycopg.Connection):
-    """A connection to one of several hosts that has answered a query before it is used.
-
-    libpq picks the host (target_session_attrs, load_balance_hosts); a login alone does not
-    prove the server answers when a pooler is in between: PgBouncer accepts clients, and
-    even reports the standby's in_hot_standby, while the server behind it is down. A host
-    whose first query fails is left out and libpq picks again among the rest.
-    """
-
-    @classmethod
-    def connect(cls, conninfo: str = "", **kwargs: Any) -> VerifiedConnection:
-        """Connect as libpq chooses, then check; on failure try again without that host."""
-        while True:
-            conn = super().connect(conninfo, **kwargs)
-            try:
-                conn.execute(QUERIES["session/check_server"])
-                return conn
-            except psycopg.OperationalError:
-                host, port = conn.info.host, conn.info.port
-                conn.close()
-                remaining = without_host(conninfo, host, port)
-                if remaining is None:
-                    raise
-                log.warning("database host %s:%s does not answer; trying the others", host, port)
-                conninfo = remaining
 
 
 class Database:
@@ -251,7 +224,7 @@ class Database:
             if pool is None or self._pid != pid or pool.closed:
                 return  # the pool was closed or replaced: its own connections will say
             try:
-                with VerifiedConnection.connect(conninfo, **kwargs) as conn:
+                with ProbeConnection.connect(conninfo, **kwargs) as conn:
                     host, port = conn.info.host, conn.info.port
             except psycopg.Error:
                 continue
@@ -285,7 +258,13 @@ class Database:
                 # One dead idle connection usually means the server restarted, and then its
                 # idle siblings are dead too: sort them all out now (a dead one fails its
                 # check at once), or the pool would back off for a second between each.
-                if self._pool is not None:
+                # With several hosts the siblings may sit behind a pooler that makes each
+                # check wait: replace them without checking, away from this host.
+                if self._multi_host:
+                    suspect_host(conn)
+                    if self._pool is not None:
+                        self._pool.drain()
+                elif self._pool is not None:
                     self._pool.check()
                 raise
 
@@ -376,6 +355,14 @@ class Database:
         self._last_used[conn] = time.monotonic()
         if self._per_request_settings and not conn.broken:
             self._end_request(conn)
+        if conn.broken and self._multi_host:
+            # Its host failed (stopped, or its pooler gave up waiting for the server): the
+            # pool's other connections to it would each fail a request the same way, so
+            # they are replaced now, and new ones go to the other hosts (SUSPECT_S).
+            suspect_host(conn)
+            pool = self._primary_pool if conn in self._from_primary else self._pool
+            if pool is not None:
+                pool.drain()
         if conn.broken and not self._multi_host:
             # Lost in the middle of a request: most likely the server stopped or restarted.
             # Assume so until a new connection proves otherwise (it ends the state as soon as
