@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from registry.api import connection, docs, export, health, openapi, operator, public
+from registry.api import changes, connection, docs, export, health, openapi, operator, public
 from registry.api.admin_token import register_auth
 from registry.api.errors import register_errorhandlers
 from registry.api.generations import register_generations
@@ -42,6 +42,7 @@ def register_blueprints(app: Flask) -> None:
     """The public surface, the registry surface, the OpenAPI document, its page, the probes."""
     app.register_blueprint(public.bp)
     app.register_blueprint(operator.bp)
+    app.register_blueprint(changes.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(health.bp)

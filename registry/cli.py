@@ -5,110 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 import psycopg
 
-from registry.database.conninfo import resolve_database_url, with_user, writer_conninfo
+from registry.database.conninfo import resolve_database_url, with_user
 from registry.database.embedded import NoEmbeddedServer
+from registry.load_command import _connect, command_load
 from registry.settings import SettingsError, load_settings
 
 # The role `registry serve --dev` serves through on the embedded server (SELECT only).
 DEV_READER_ROLE = "registry_reader"
-
-
-def _connect(settings: dict[str, Any]) -> psycopg.Connection:
-    """An autocommit connection to the primary of the configured database.
-
-    Loads, migrations and roles change the database, so with a multi-host DATABASE_URL only
-    the primary will do (target_session_attrs=primary), whatever the URL says.
-    """
-    return psycopg.connect(writer_conninfo(resolve_database_url(settings)), autocommit=True)
-
-
-def database_failure(error: psycopg.Error) -> str:
-    """One line saying what the database did to a load: lost, or refused it and why."""
-    diag = error.diag
-    message = (diag.message_primary or str(error).strip() or type(error).__name__).splitlines()[0]
-    sqlstate = error.sqlstate
-    if sqlstate is None or sqlstate.startswith("08"):
-        return f"lost the connection to the database during the load: {message}"
-    return f"the database refused the load: {message} (SQLSTATE {sqlstate})"
-
-
-def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    """registry load PATH|-: replace the graph with a document."""
-    from registry.loader.loading import (
-        LoadRejected,
-        generation_lines,
-        load_counts_line,
-        load_document,
-    )
-    from registry.loader.progress import LoadProgress, TerminalProgress
-
-    stream: IO[bytes]
-    try:
-        stream = sys.stdin.buffer if args.path == "-" else open(args.path, "rb")  # noqa: SIM115
-    except OSError as error:
-        print(f"registry load: cannot read {args.path}: {error.strerror}", file=sys.stderr)
-        return 1
-    # On a terminal, a line per phase (docs/loading.md); piped, only the summary line.
-    progress = LoadProgress()
-    if sys.stderr.isatty():
-        progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
-    try:
-        try:
-            conn = _connect(settings)
-        except psycopg.OperationalError as error:
-            progress.close()
-            reason = (str(error).strip() or type(error).__name__).splitlines()[0]
-            print(
-                "registry load: cannot reach the database: no primary (read-write) database "
-                f"server could be reached ({reason}); nothing changed.",
-                file=sys.stderr,
-            )
-            return 1
-        with conn:
-            try:
-                result = load_document(
-                    conn,
-                    stream,
-                    progress,
-                    keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
-                )
-            except psycopg.Error as error:
-                # Not the document's fault (its problems are LoadRejected): the transaction
-                # is rolled back, so the served graph is the one before.
-                progress.close()
-                print(
-                    f"registry load: {database_failure(error)}; nothing changed.", file=sys.stderr
-                )
-                return 1
-    except LoadRejected as rejected:
-        progress.close()
-        print("registry load: the document was not loaded; nothing changed.", file=sys.stderr)
-        print(rejected.report(), file=sys.stderr)
-        return 1
-    finally:
-        progress.close()
-        if stream is not sys.stdin.buffer:
-            stream.close()
-    print(load_counts_line(result))
-    for line in generation_lines(result):
-        print(line)
-    return 0
-
-
-def _file_size(stream: IO[bytes]) -> int | None:
-    """The size of a regular file (for the time left); None for a pipe or a terminal."""
-    import os
-    import stat
-
-    try:
-        info = os.fstat(stream.fileno())
-    except (OSError, ValueError):
-        return None
-    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -347,6 +254,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser("load", help="replace the graph with a graph document (JSON Lines)")
     load.add_argument("path", metavar="PATH", help="the document, or - for standard input")
+    load.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run every check and compute the changes, then roll back: nothing changes",
+    )
+    load.add_argument(
+        "--allow-empty", action="store_true", help="load a document with no origin record"
+    )
+    load.add_argument(
+        "--force",
+        action="store_true",
+        help="load even if it removes more than REGISTRY_MAX_REMOVED_PERCENT of the origins",
+    )
     load.set_defaults(run=command_load)
 
     demo = commands.add_parser("demo", help="write a synthetic graph document")

@@ -44,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_MAX_REPLICA_LAG_S": 10.0,
     # Generations kept for pinned reads (contract 7): the current one and those before it.
     "REGISTRY_KEEP_GENERATIONS": 2,
+    # A load that would remove more than this percentage of the current generation's origins
+    # is refused unless `registry load --force` (contract 10). Unset: no such limit.
+    "REGISTRY_MAX_REMOVED_PERCENT": None,
     # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
     # of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
@@ -74,6 +77,7 @@ _FLOATS = {
     "REGISTRY_POOL_MAX_LIFETIME_S",
     "REGISTRY_MAX_REPLICA_LAG_S",
     "REGISTRY_EXPORT_SEND_TIMEOUT_S",
+    "REGISTRY_MAX_REMOVED_PERCENT",
 }
 _BOOLEANS = {"REGISTRY_DEV", "REGISTRY_PGBOUNCER"}
 
@@ -117,7 +121,10 @@ def _convert(name: str, raw: str) -> Any:
                 raise SettingsError(f"{name} must be at least 1, not {raw!r}")
             return number
         if name in _FLOATS:
-            return float(raw)
+            value = float(raw)
+            if name == "REGISTRY_MAX_REMOVED_PERCENT" and not 0 <= value <= 100:
+                raise SettingsError(f"{name} must be a percentage from 0 to 100, not {raw!r}")
+            return value
     except ValueError:
         raise SettingsError(f"{name} must be a number, not {raw!r}") from None
     if name in _BOOLEANS:

@@ -43,7 +43,12 @@ from registry.api.export_slots import ExportSlots
 from registry.api.generations import not_modified_early, stamped
 from registry.api.metrics import count_export_refused, observe_export_ended, observe_export_started
 from registry.api.origin_csv import OriginCsvWriter, stored_rows
-from registry.database.exports import close_origin_export, fetch_export_batch, open_origin_export
+from registry.database.exports import (
+    OpenedExport,
+    close_origin_export,
+    fetch_export_batch,
+    open_origin_export,
+)
 from registry.database.generations import Stamp
 
 JSON = "application/json"
@@ -52,7 +57,7 @@ CSV = "text/csv"
 # In order of preference when Accept ranks several the same (`*/*`, `application/*`).
 OFFERED = (JSON, NDJSON, CSV)
 CONTENT_TYPES = {NDJSON: NDJSON, CSV: "text/csv; charset=utf-8; header=present"}
-FILE_NAMES = {NDJSON: "origins.ndjson", CSV: "origins.csv"}
+FILE_EXTENSIONS = {NDJSON: "ndjson", CSV: "csv"}
 
 # A small first batch gets the first bytes out at once; later ones are big enough that the
 # round trips cost little and small enough that a worker's memory stays flat.
@@ -131,17 +136,30 @@ def _ndjson(docs: list[bytes]) -> bytes:
     return b"\n".join(docs) + b"\n"
 
 
+# Opens an export on the request's connection (registry.database.exports.open_export).
+Opener = Callable[[psycopg.Connection], OpenedExport]
+# What goes before the rows (the CSV header) and how each batch of rows is written.
+Layout = Callable[[OpenedExport], tuple[bytes, Callable[[list[bytes]], bytes]]]
+
+
+def origin_layout(representation: str) -> Layout:
+    """Origins: NDJSON of the stored records; CSV of origin_csv's rows under the header."""
+
+    def layout(opened: OpenedExport) -> tuple[bytes, Callable[[list[bytes]], bytes]]:
+        if representation != CSV:
+            return b"", _ndjson
+        writer = OriginCsvWriter()
+        # A graph loaded before origin_csv existed: rows written from its records.
+        return writer.header(), stored_rows if opened.csv_rows else writer.rows
+
+    return layout
+
+
 class ExportBody:
     """The streamed body: batches written as fetched; the connection and the export's slot
     given back on close."""
 
-    def __init__(
-        self,
-        representation: str,
-        filters: dict[str, Any],
-        generation: int | None,
-        release: Callable[[], None],
-    ):
+    def __init__(self, opener: Opener, layout: Layout, release: Callable[[], None]):
         """Open the export now, so that a database failure is still a plain 503.
 
         release gives the export's slot back; it is called exactly once, on close.
@@ -168,23 +186,13 @@ class ExportBody:
         self._socket = request.environ.get("gunicorn.socket")
         self.stamp: Stamp
         try:
-            opened = open_origin_export(
-                self._conn, filters, generation, FIRST_BATCH, csv_rows=representation == CSV
-            )
+            opened = opener(self._conn)
         except BaseException:
             self.close()
             raise
         self.stamp, self._cursor, self._first = opened.stamp, opened.cursor, opened.first
         self.total = opened.total
-        self._render: Callable[[list[bytes]], bytes]
-        if representation == CSV:
-            writer = OriginCsvWriter()
-            self._head = writer.header()
-            # A graph loaded before origin_csv existed: rows written from its records.
-            self._render = stored_rows if opened.csv_rows else writer.rows
-        else:
-            self._head = b""
-            self._render = _ndjson
+        self._head, self._render = layout(opened)
         self._streaming = True
         observe_export_started()
 
@@ -253,14 +261,29 @@ class ExportBody:
 
 
 def export_origins(representation: str, filters: dict[str, Any]) -> Response:
-    """200 with every origin the filters match, streamed as NDJSON or CSV; or 304; or 503 when
-    the instance's exports are all taken.
+    """200 with every origin the filters match, streamed as NDJSON or CSV (stream_export)."""
+    generation = filters.pop("generation", None)
+
+    def opener(conn: psycopg.Connection) -> OpenedExport:
+        return open_origin_export(
+            conn, filters, generation, FIRST_BATCH, csv_rows=representation == CSV
+        )
+
+    return stream_export(
+        representation, generation, opener, origin_layout(representation), "origins"
+    )
+
+
+def stream_export(
+    representation: str, generation: int | None, opener: Opener, layout: Layout, name: str
+) -> Response:
+    """200 with every row opener's export reads, streamed as NDJSON or CSV, as file name.*;
+    or 304; or 503 when the instance's exports are all taken.
 
     The generation headers and conditional requests are the JSON listing's (contract 7),
     with an ETag of its own for each representation. `Registry-Total` is the number of rows
     that follow (lines of NDJSON, CSV rows after the header).
     """
-    generation = filters.pop("generation", None)
     early = not_modified_early(generation, representation=representation)
     if early is not None:
         early.vary.add("Accept")
@@ -271,12 +294,13 @@ def export_origins(representation: str, filters: dict[str, Any]) -> Response:
         count_export_refused("limit")
         return export_limit_reached(slots.limit)
     try:
-        body = ExportBody(representation, filters, generation, lambda: slots.release(slot))
+        body = ExportBody(opener, layout, lambda: slots.release(slot))
     except DATABASE_UNAVAILABLE:
         count_export_refused("unavailable")
         raise
     response = Response(body, mimetype=None, content_type=CONTENT_TYPES[representation])
-    response.headers["Content-Disposition"] = f'attachment; filename="{FILE_NAMES[representation]}"'
+    extension = FILE_EXTENSIONS[representation]
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
     response.headers["Registry-Total"] = str(body.total)
     response.vary.add("Accept")
     answer = stamped(response, body.stamp, representation)

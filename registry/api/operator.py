@@ -94,7 +94,7 @@ def list_origins() -> Response:
         "filters_applied": filters,
         "origins": RenderedRecords(found.records),
     }
-    links = _page_links(filters, page, limit, found.total, stamp.generation)
+    links = page_links(filters, page, limit, found.total, stamp.generation)
     response = stamped(json_response(ORIGIN_LIST.dump(body), headers={"Link": links}), stamp)
     response.vary.add("Accept")
     return response
@@ -157,17 +157,23 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
-def _page_links(filters: dict[str, Any], page: int, limit: int, total: int, generation: int) -> str:
-    """RFC 8288 first, prev, next and last links that keep the filters and the limit.
+def page_links(
+    filters: dict[str, Any],
+    page: int,
+    limit: int,
+    total: int,
+    generation: int,
+    names: tuple[str, ...] = FILTER_NAMES,
+) -> str:
+    """RFC 8288 first, prev, next and last links that keep the filters (names, in that order)
+    and the limit.
 
     Each carries the answer's generation, so following them sweeps that one generation.
     """
     last = max(1, -(-total // limit))
     base = request.script_root + request.path
     # The filters are encoded once; page, limit and generation are plain integers.
-    kept = urlencode(
-        [(name, _query_value(filters[name])) for name in FILTER_NAMES if name in filters]
-    )
+    kept = urlencode([(name, _query_value(filters[name])) for name in names if name in filters])
     prefix = f"<{base}?{kept}&page=" if kept else f"<{base}?page="
     tail = f"&limit={limit}&generation={generation}>; rel="
 

@@ -20,6 +20,7 @@ existed has only its records: a CSV export of it reads those, and the caller wri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -89,6 +90,11 @@ def _export_query(filters: dict[str, Any], csv_rows: bool = False) -> tuple[str,
     return (name + "_as_csv" if csv_rows else name), params
 
 
+# What an export reads in the schema of its generation: (total, statement, parameters, whether
+# the rows are CSV lines), worked out inside the export's snapshot.
+ExportPlan = Callable[[psycopg.Connection, str], tuple[int, str, dict[str, Any], bool]]
+
+
 def open_origin_export(
     conn: psycopg.Connection,
     filters: dict[str, Any],
@@ -96,10 +102,28 @@ def open_origin_export(
     first: int,
     csv_rows: bool = False,
 ) -> OpenedExport:
-    """Begin the export on generation (None: the newest): its stamp, cursor and first rows.
+    """Begin the export of the origins the filters match (open_export).
 
     The rows are stored records, or CSV lines when csv_rows is asked for and the graph has
-    them (OpenedExport.csv_rows says which). The connection must be in autocommit mode (the
+    them (OpenedExport.csv_rows says which).
+    """
+
+    def plan(conn: psycopg.Connection, schema: str) -> tuple[int, str, dict[str, Any], bool]:
+        """The listing's total and the export statement, in the export's snapshot."""
+        stored_csv = csv_rows and _has_csv_rows(conn, schema)
+        total = list_origins(conn, filters, 0, 0, schema)[1].total
+        name, params = _export_query(filters, stored_csv)
+        return total, graph_statement(name, schema), params, stored_csv
+
+    return open_export(conn, generation, first, plan)
+
+
+def open_export(
+    conn: psycopg.Connection, generation: int | None, first: int, plan: ExportPlan
+) -> OpenedExport:
+    """Begin an export on generation (None: the newest): its stamp, cursor and first rows.
+
+    plan(conn, schema) says what to read. The connection must be in autocommit mode (the
     service's sessions are) and idle; at most `first` rows come with the stamp, the rest
     through fetch_export_batch. Always end the export with close_origin_export, whatever
     happened. A generation not kept raises as any pinned read does
@@ -121,20 +145,18 @@ def open_origin_export(
         stamp_query = graph_statement(_STAMP, schema)
         try:
             before = conn.execute(stamp_query).fetchone()
-            stored_csv = csv_rows and _has_csv_rows(conn, schema)
-            total = list_origins(conn, filters, 0, 0, schema)[1].total
-            name, params = _export_query(filters, stored_csv)
+            total, statement, params, csv_lines = plan(conn, schema)
             cursor.adapters.register_loader("text", _RawText)
-            cursor.execute(graph_statement(name, schema), params)
+            cursor.execute(statement, params)
             after = conn.execute(stamp_query).fetchone()
             rows = fetch_export_batch(cursor, first)
         except BaseException:
             close_origin_export(conn, opened.pop())
             raise
         if before is None or after != before:
-            return MOVED, OpenedExport(MOVED, cursor, [], stored_csv)
+            return MOVED, OpenedExport(MOVED, cursor, [], csv_lines)
         stamp = Stamp(int(before[0]), before[1])
-        return stamp, OpenedExport(stamp, cursor, rows, stored_csv, total)
+        return stamp, OpenedExport(stamp, cursor, rows, csv_lines, total)
 
     try:
         for _ in range(_ATTEMPTS):

@@ -24,6 +24,9 @@ class LiveGeneration:
 
     generation: int
     loaded_at: datetime
+    # Origins added, removed and changed against its previous generation (contract 10);
+    # None when the generation was loaded before change sets were recorded.
+    changes: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class GenerationStatus:
     origins: int
     size_bytes: int | None
     live: bool
+    # The change set against the previous generation (contract 10); None: not recorded.
+    previous: int | None = None
+    changes: dict[str, int] | None = None
 
 
 @dataclass
@@ -61,14 +67,21 @@ class DatabaseStatus:
 
 
 def get_live_generation(conn: psycopg.Connection) -> LiveGeneration | None:
-    """The live generation and its commit time; None when no graph was ever loaded."""
+    """The live generation, its commit time and change counts; None when no graph was ever
+    loaded."""
     try:
         stamp = current_generation(conn)
     except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
         return None
     if stamp is None:
         return None
-    return LiveGeneration(generation=stamp.generation, loaded_at=stamp.committed_at)
+    row = conn.execute(
+        QUERIES["meta/get_generation_changes"], {"generation": stamp.generation}
+    ).fetchone()
+    changes = None
+    if row is not None and None not in row:
+        changes = {"added": int(row[0]), "removed": int(row[1]), "changed": int(row[2])}
+    return LiveGeneration(stamp.generation, stamp.committed_at, changes)
 
 
 def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
@@ -99,7 +112,18 @@ def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
     if has_generations:
         rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
         status.generations = [
-            GenerationStatus(int(g), at, int(n), size, live=(g == live)) for g, at, n, size in rows
+            GenerationStatus(
+                int(g),
+                at,
+                int(n),
+                size,
+                live=(g == live),
+                previous=previous,
+                changes=None
+                if added is None
+                else {"added": added, "removed": removed, "changed": changed},
+            )
+            for g, at, n, size, previous, added, removed, changed in rows
         ]
     if has_reader_roles:
         rows = conn.execute(QUERIES["status/list_reader_roles"]).fetchall()
@@ -153,6 +177,10 @@ def status_lines(status: DatabaseStatus, conninfo: str) -> list[str]:
                 f"  {kept.generation:>6}  loaded {at}  {kept.origins:,} origins  "
                 f"{_megabytes(kept.size_bytes)}{live}"
             )
+            if kept.changes is not None:
+                against = "first" if kept.previous is None else f"against {kept.previous}"
+                counts = ", ".join(f"{kind} {n:,}" for kind, n in kept.changes.items())
+                lines.append(f"          changes ({against}): {counts}")
     if not status.reader_roles:
         lines.append("reader role  none registered (`registry db create-reader ROLE`)")
     for role, exists in status.reader_roles.items():

@@ -28,6 +28,13 @@ from registry.database.migrations import apply_migrations
 from registry.database.queries import QUERIES
 from registry.loader import statements
 from registry.loader.beside import Beside
+from registry.loader.changes import (
+    FIRST_IDS,
+    ChangeSet,
+    build_change_set,
+    check_not_empty,
+    check_removals,
+)
 from registry.loader.parsing import ParsedDocument, parse_document
 from registry.loader.progress import LoadProgress
 from registry.loader.records import TABLES, Problem
@@ -115,6 +122,19 @@ class LoadResult:
     generation: int | None = None
     committed_at: datetime | None = None
     kept: list[KeptGeneration] = field(default_factory=list)
+    # What the load changed against the previous generation (what it would have: dry run).
+    changes: ChangeSet | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How a load may go: a dry run, and the guards against wiping the registry (contract 10)."""
+
+    dry_run: bool = False
+    allow_empty: bool = False
+    force: bool = False
+    max_removed_percent: float | None = None
 
 
 def load_document(
@@ -122,12 +142,16 @@ def load_document(
     stream: IO[bytes],
     progress: LoadProgress | None = None,
     keep_generations: int = DEFAULT_KEEP_GENERATIONS,
+    options: LoadOptions | None = None,
 ) -> LoadResult:
-    """Replace the graph with the document read from stream; raise LoadRejected if it is bad.
+    """Replace the graph with the document read from stream; raise LoadRejected if it is bad,
+    LoadRefused if a guard refuses it (registry.loader.changes).
 
     The committed graph is a new generation; the newest keep_generations are kept, older ones
-    are dropped once it has committed.
+    are dropped once it has committed. A dry run does everything up to the commit, change set
+    included, then rolls it all back: no generation number is taken, nothing is dropped.
     """
+    options = options or LoadOptions()
     if keep_generations < 1:
         raise ValueError("keep at least one generation (the one being loaded)")
     started = time.monotonic()
@@ -140,24 +164,46 @@ def load_document(
         timings["parse"] = time.monotonic() - started
         if parsed.problem_count:
             raise LoadRejected(parsed.problems, parsed.problem_count)
+        changes: ChangeSet | None = None
         with _beside(conn, parsed.counts["origin"]) as beside, conn.transaction():
             statements.open_graph_next(conn)
             _copy_spools(conn, parsed, progress, beside)
             timings["copy"] = time.monotonic() - started
             _check_whole_document(conn, progress, beside)
+            check_not_empty(parsed.counts, parsed.lines, options.allow_empty)
             timings["check"] = time.monotonic() - started
             _build_read_model(conn, parsed.counts["origin"], progress, beside)
             timings["read_model"] = time.monotonic() - started
+            progress.phase("changes", total=1)
+            progress.advance(0, step="changes")
+            changes = build_change_set(conn, FIRST_IDS if options.dry_run else 0)
+            check_removals(changes, options.max_removed_percent, options.force)
+            progress.advance(1)
+            timings["changes"] = time.monotonic() - started
+            if options.dry_run:
+                raise psycopg.Rollback()
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
             statements.record_graph_info(conn, GRAPH_FORMAT, parsed.counts)
             statements.grant_readers(conn)
             statements.analyze_graph_next(conn)
             progress.advance(1, step="swap and commit")
-            generation, committed_at = statements.record_generation(conn, parsed.counts["origin"])
+            generation, committed_at = statements.record_generation(
+                conn, parsed.counts["origin"], changes.previous, changes.counts
+            )
             statements.record_load(conn, time.monotonic() - started, parsed.counts)
     finally:
         parsed.close()
+    if options.dry_run:
+        timings["total"] = time.monotonic() - started
+        return LoadResult(
+            parsed.counts,
+            parsed.lines,
+            time.monotonic() - started,
+            timings,
+            changes=changes,
+            dry_run=True,
+        )
     progress.advance(1, step="drop retired generations")
     statements.drop_retired_generations(conn, keep_generations)
     statements.vacuum_graph(conn)
@@ -172,6 +218,7 @@ def load_document(
         generation=generation,
         committed_at=committed_at,
         kept=statements.kept_generations(conn),
+        changes=changes,
     )
 
 
@@ -181,7 +228,7 @@ def ensure_graph(conn: psycopg.Connection) -> bool:
     present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     if present and present[0]:
         return False
-    load_document(conn, io.BytesIO(b""))
+    load_document(conn, io.BytesIO(b""), options=LoadOptions(allow_empty=True))
     return True
 
 
@@ -295,12 +342,13 @@ def load_counts_line(result: LoadResult) -> str:
     """One summary line: counts per record type, the time taken and where it went."""
     parts = ", ".join(f"{count} {kind}" for kind, count in result.counts.items())
     phases, previous = [], 0.0
-    for phase in ("parse", "copy", "check", "read_model"):
+    for phase in ("parse", "copy", "check", "read_model", "changes"):
         if phase in result.timings:
             phases.append(f"{phase} {result.timings[phase] - previous:.1f}")
             previous = result.timings[phase]
     detail = f" ({', '.join(phases)} s)" if phases else ""
-    return f"loaded {result.lines} lines ({parts}) in {result.elapsed_s:.1f} s{detail}"
+    verb = "checked" if result.dry_run else "loaded"
+    return f"{verb} {result.lines} lines ({parts}) in {result.elapsed_s:.1f} s{detail}"
 
 
 def generation_lines(result: LoadResult) -> list[str]:
@@ -308,6 +356,11 @@ def generation_lines(result: LoadResult) -> list[str]:
     if result.generation is None or result.committed_at is None:
         return []
     lines = [f"generation {result.generation} committed at {_rfc3339(result.committed_at)}"]
+    if result.changes is not None:
+        previous = result.changes.previous
+        against = "the first generation" if previous is None else f"against generation {previous}"
+        lines.append(f"changes ({against}):")
+        lines += [f"{kind} {n}" for kind, n in result.changes.counts.items()]
     for kept in result.kept:
         size = "unknown" if kept.size_bytes is None else f"{kept.size_bytes / 1e6:.1f} MB"
         lines.append(
@@ -329,6 +382,14 @@ def describe(result: LoadResult) -> dict[str, Any]:
         "counts": result.counts,
         "elapsed_s": round(result.elapsed_s, 3),
         "generation": result.generation,
+        "dry_run": result.dry_run,
+        "changes": None
+        if result.changes is None
+        else {
+            "previous": result.changes.previous,
+            **result.changes.counts,
+            "blocks": result.changes.blocks,
+        },
         "kept_generations": [
             {"generation": kept.generation, "origins": kept.origins, "size_bytes": kept.size_bytes}
             for kept in result.kept

@@ -148,15 +148,21 @@ def grant_readers(conn: psycopg.Connection) -> None:
         )
 
 
-def record_generation(conn: psycopg.Connection, origins: int) -> tuple[int, datetime]:
-    """Number the new graph, keep the live one as graph_g<n>, and make the new one live."""
+def record_generation(
+    conn: psycopg.Connection, origins: int, previous: int | None, changes: dict[str, int]
+) -> tuple[int, datetime]:
+    """Number the new graph, keep the live one as graph_g<n>, and make the new one live.
+
+    previous and changes (added, removed, changed) are the change set's, for the record."""
     present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     retired = None
     if present and present[0]:
         live = conn.execute(QUERIES["load/get_live_generation"]).fetchone()
         assert live is not None and live[0] is not None  # migration 002 numbered older graphs
         retired = schema_name(int(live[0]))
-    row = conn.execute(QUERIES["load/record_generation"], {"origins": origins}).fetchone()
+    row = conn.execute(
+        QUERIES["load/record_generation"], {"origins": origins, "previous": previous, **changes}
+    ).fetchone()
     assert row is not None  # INSERT ... RETURNING of one row
     if retired is None:
         conn.execute(QUERIES["load/publish_first_graph"])
@@ -203,7 +209,7 @@ def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> 
 def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
     """Every generation still kept, newest first, with its disk use."""
     rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
-    return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size in rows]
+    return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size, *_ in rows]
 
 
 def vacuum_graph(conn: psycopg.Connection) -> None:

@@ -1,5 +1,5 @@
 -- Returns the new generation and its commit time, recorded in graph_next.graph_info and
--- registry_meta.generations. Runs last before the swap, so a load that fails earlier takes no
+-- registry_meta.generations with the change set's previous generation and counts. Runs last before the swap, so a load that fails earlier takes no
 -- number. committed_at is the clock now, but always in a later whole second than the previous
 -- generation's, so Last-Modified (whole seconds) changes with every generation.
 WITH next AS (
@@ -13,6 +13,9 @@ WITH next AS (
     FROM next
     RETURNING i.generation, i.committed_at
 )
-INSERT INTO registry_meta.generations (generation, committed_at, origins)
-SELECT generation, committed_at, %(origins)s::bigint FROM info
+INSERT INTO registry_meta.generations
+    (generation, committed_at, origins, previous, added, removed, changed)
+SELECT generation, committed_at, %(origins)s::bigint, %(previous)s::bigint, %(added)s::bigint,
+       %(removed)s::bigint, %(changed)s::bigint
+FROM info
 RETURNING generation, committed_at;

@@ -9,7 +9,7 @@ import orjson
 import psycopg
 
 from registry.database import repository
-from registry.loader.loading import LoadResult, load_document
+from registry.loader.loading import LoadOptions, LoadResult, load_document
 
 Record = dict[str, Any]
 
@@ -104,10 +104,11 @@ def appended(*records: Record | bytes) -> bytes:
     return document([*BASE, *records])
 
 
-def load(conninfo: str, payload: bytes) -> LoadResult:
+def load(conninfo: str, payload: bytes, allow_empty: bool = False) -> LoadResult:
     """Load a document through the real loader, on a connection of its own."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        return load_document(conn, io.BytesIO(payload))
+        options = LoadOptions(allow_empty=allow_empty)
+        return load_document(conn, io.BytesIO(payload), options=options)
 
 
 def graph_state(conninfo: str) -> dict[str, Any]:

@@ -66,16 +66,29 @@ def test_load_succeeds_with_one_summary_line(
     conninfo = database_factory()
     done = registry_load(conninfo, write(tmp_path, document(BASE)))
     assert (done.returncode, done.stderr) == (0, "")
-    summary, produced, kept = done.stdout.splitlines()
+    summary, produced, against, added, removed, changed, kept = done.stdout.splitlines()
     assert summary.startswith(f"loaded {len(BASE)} lines (")
     first = GENERATION_LINE.fullmatch(produced)
     assert first is not None and KEPT_LINE.fullmatch(kept) is not None
+    # contract 10: the counts of the changes it committed; the first generation adds all
+    assert (against, added, removed, changed) == (
+        "changes (the first generation):",
+        "added 2",
+        "removed 0",
+        "changed 0",
+    )
     assert graph_state(conninfo)["total"] == 2
     again = registry_load(conninfo, write(tmp_path, document(BASE)))
     lines = again.stdout.splitlines()
     second = GENERATION_LINE.fullmatch(lines[1])
     assert second is not None and int(second.group(1)) > int(first.group(1))
-    kept_now = [KEPT_LINE.fullmatch(line) for line in lines[2:]]
+    assert lines[2:6] == [
+        f"changes (against generation {first.group(1)}):",
+        "added 0",
+        "removed 0",
+        "changed 0",
+    ]
+    kept_now = [KEPT_LINE.fullmatch(line) for line in lines[6:]]
     assert [int(m.group(1)) for m in kept_now if m] == [int(second.group(1)), int(first.group(1))]
 
 

@@ -542,9 +542,9 @@ def test_records_load_in_any_order(scratch_db: str) -> None:
 
 
 def test_empty_document_loads_an_empty_graph(scratch_db: str) -> None:
-    """An empty document replaces the graph with an empty one."""
+    """An empty document, allowed (contract 10), replaces the graph with an empty one."""
     load(scratch_db, document(BASE))
-    result = load(scratch_db, b"")
+    result = load(scratch_db, b"", allow_empty=True)
     assert result.lines == 0
     state = graph_state(scratch_db)
     assert state["origin_rows"] == (0,)

@@ -1,0 +1,131 @@
+"""The change sets of generations (contract 10): pages, exports and the list of generations.
+
+Each generation stores its change set beside its graph (sql/load/build_changes.sql, numbered
+by sql/load/number_changes.sql): changes, change_blocks, change_counts and the change_lines
+view that writes each change as the API sends it. A page is a range of one index, chosen by
+the filter: changes' pos (no filter), (kind, kind_pos), or change_blocks' (block, block_pos).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from registry.database.exports import OpenedExport, open_export
+from registry.database.generations import LIVE_SCHEMA, Stamp, row_stamp
+from registry.database.queries import QUERIES
+
+_LIST = {
+    "all": "changes/list_changes",
+    "kind": "changes/list_changes_by_kind",
+    "block": "changes/list_changes_by_block",
+}
+_EXPORT = {
+    "all": "changes/export_changes",
+    "kind": "changes/export_changes_by_kind",
+    "block": "changes/export_changes_by_block",
+}
+_GENERATIONS = QUERIES["changes/list_generations"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    """One page of a generation's changes, with the generation's previous and counts."""
+
+    total: int
+    returned: int
+    records: str
+    previous: int | None
+    counts: dict[str, int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRow:
+    """One kept generation, as GET /registry/generations lists it."""
+
+    generation: int
+    previous: int | None
+    committed_at: datetime
+    origins: int
+    counts: dict[str, int | None]
+
+
+def _path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Which index serves the filters (block implies changed), and the parameters."""
+    if "block" in filters:
+        return "block", {"block": filters["block"]}
+    if "kind" in filters:
+        return "kind", {"kind": filters["kind"]}
+    return "all", {}
+
+
+def _statement(name: str, schema: str, column: str = "line") -> str:
+    """The SQL file name with its {graph} (and {column}) placeholders filled in."""
+    composed = sql.SQL(QUERIES[name]).format(
+        graph=sql.Identifier(schema), column=sql.Identifier(column)
+    )
+    return composed.as_string(None)
+
+
+def list_changes(
+    conn: psycopg.Connection,
+    filters: dict[str, Any],
+    limit: int,
+    offset: int,
+    schema: str = LIVE_SCHEMA,
+) -> tuple[Stamp, ChangePage]:
+    """(stamp, page) of the changes of the generation in schema that match the filters."""
+    path, params = _path(filters)
+    row = conn.execute(
+        _statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
+    ).fetchone()
+    assert row is not None  # each of these queries returns its one graph_info row
+    counts = {"added": row[6], "removed": row[7], "changed": row[8]}
+    return row_stamp(row), ChangePage(int(row[2]), int(row[3]), row[4], row[5], counts)
+
+
+def export_changes_query(
+    filters: dict[str, Any], schema: str, csv_rows: bool
+) -> tuple[str, dict[str, Any]]:
+    """The statement streaming every matching change (JSON objects, or CSV rows)."""
+    path, params = _path(filters)
+    return _statement(_EXPORT[path], schema, "csv_line" if csv_rows else "line"), params
+
+
+def list_generations(conn: psycopg.Connection) -> tuple[Stamp, list[GenerationRow]]:
+    """The current generation's stamp and every kept generation, newest first."""
+    rows = conn.execute(_GENERATIONS).fetchall()
+    assert rows  # the current generation is kept
+    kept = [
+        GenerationRow(
+            int(g),
+            None if previous is None else int(previous),
+            committed_at,
+            int(origins),
+            {"added": added, "removed": removed, "changed": changed},
+        )
+        for _, _, g, previous, committed_at, origins, added, removed, changed in rows
+    ]
+    return row_stamp(rows[0]), kept
+
+
+def open_change_export(
+    conn: psycopg.Connection,
+    filters: dict[str, Any],
+    generation: int | None,
+    first: int,
+    csv_rows: bool,
+) -> OpenedExport:
+    """Begin the export of every change the filters match: JSON objects, or CSV rows."""
+
+    def plan(conn: psycopg.Connection, schema: str) -> tuple[int, str, dict[str, Any], bool]:
+        """The filtered total and the export statement, in the export's snapshot."""
+        total = list_changes(conn, filters, 0, 0, schema)[1].total
+        statement, params = export_changes_query(filters, schema, csv_rows)
+        return total, statement, params, csv_rows
+
+    return open_export(conn, generation, first, plan)

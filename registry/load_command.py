@@ -1,0 +1,121 @@
+"""`registry load`: a document into the database, or a dry run of it (contract 10)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO, Any
+
+import psycopg
+
+from registry.database.conninfo import resolve_database_url, writer_conninfo
+
+
+def _connect(settings: dict[str, Any]) -> psycopg.Connection:
+    """An autocommit connection to the primary of the configured database.
+
+    Loads, migrations and roles change the database, so with a multi-host DATABASE_URL only
+    the primary will do (target_session_attrs=primary), whatever the URL says.
+    """
+    return psycopg.connect(writer_conninfo(resolve_database_url(settings)), autocommit=True)
+
+
+def database_failure(error: psycopg.Error) -> str:
+    """One line saying what the database did to a load: lost, or refused it and why."""
+    diag = error.diag
+    message = (diag.message_primary or str(error).strip() or type(error).__name__).splitlines()[0]
+    sqlstate = error.sqlstate
+    if sqlstate is None or sqlstate.startswith("08"):
+        return f"lost the connection to the database during the load: {message}"
+    return f"the database refused the load: {message} (SQLSTATE {sqlstate})"
+
+
+def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry load PATH|-: replace the graph with a document."""
+    from registry.loader.changes import LoadRefused, dry_run_lines
+    from registry.loader.loading import (
+        LoadOptions,
+        LoadRejected,
+        generation_lines,
+        load_counts_line,
+        load_document,
+    )
+    from registry.loader.progress import LoadProgress, TerminalProgress
+
+    stream: IO[bytes]
+    try:
+        stream = sys.stdin.buffer if args.path == "-" else open(args.path, "rb")  # noqa: SIM115
+    except OSError as error:
+        print(f"registry load: cannot read {args.path}: {error.strerror}", file=sys.stderr)
+        return 1
+    # On a terminal, a line per phase (docs/loading.md); piped, only the summary line.
+    progress = LoadProgress()
+    if sys.stderr.isatty():
+        progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
+    try:
+        try:
+            conn = _connect(settings)
+        except psycopg.OperationalError as error:
+            progress.close()
+            reason = (str(error).strip() or type(error).__name__).splitlines()[0]
+            print(
+                "registry load: cannot reach the database: no primary (read-write) database "
+                f"server could be reached ({reason}); nothing changed.",
+                file=sys.stderr,
+            )
+            return 1
+        with conn:
+            try:
+                result = load_document(
+                    conn,
+                    stream,
+                    progress,
+                    keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+                    options=LoadOptions(
+                        dry_run=args.dry_run,
+                        allow_empty=args.allow_empty,
+                        force=args.force,
+                        max_removed_percent=settings.get("REGISTRY_MAX_REMOVED_PERCENT"),
+                    ),
+                )
+            except psycopg.Error as error:
+                # Not the document's fault (its problems are LoadRejected): the transaction
+                # is rolled back, so the served graph is the one before.
+                progress.close()
+                print(
+                    f"registry load: {database_failure(error)}; nothing changed.", file=sys.stderr
+                )
+                return 1
+    except LoadRejected as rejected:
+        progress.close()
+        print("registry load: the document was not loaded; nothing changed.", file=sys.stderr)
+        print(rejected.report(), file=sys.stderr)
+        return 1
+    except LoadRefused as refused:
+        progress.close()
+        print(f"registry load: {refused}", file=sys.stderr)
+        return 1
+    finally:
+        progress.close()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    print(load_counts_line(result))
+    if result.dry_run and result.changes is not None:
+        for line in dry_run_lines(result.changes):
+            print(line)
+        return 0
+    for line in generation_lines(result):
+        print(line)
+    return 0
+
+
+def _file_size(stream: IO[bytes]) -> int | None:
+    """The size of a regular file (for the time left); None for a pipe or a terminal."""
+    import os
+    import stat
+
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None

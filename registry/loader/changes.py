@@ -1,0 +1,115 @@
+"""The change set of a load (contract 10): what it adds, removes and changes, and the guards.
+
+The set is computed in SQL while the load's transaction still holds graph_next beside the live
+graph (sql/load/build_changes.sql): a hash of each stored record, one join on the origin id,
+and only the records that differ decoded, to name their blocks. It is stored in graph_next
+(changes, change_blocks, change_counts), so it is published with the generation and dropped
+with it; the counts also go to registry_meta.generations (record_generation.sql).
+
+The guards (contract 10) refuse a load that would wipe the registry by mistake, before it
+commits: a document with no origin, unless allowed; and, with REGISTRY_MAX_REMOVED_PERCENT,
+one that removes more than that share of the current generation's origins, unless forced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psycopg
+
+from registry.database.queries import QUERIES
+
+KINDS = ("added", "removed", "changed")
+BLOCKS = ("origin", "governance", "bans", "presentations")
+# A dry run names this many origins of each kind.
+FIRST_IDS = 10
+
+
+class LoadRefused(Exception):
+    """A guard refused the load (contract 10); nothing was changed. str() is the line."""
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """How the graph being loaded differs from the live one (its previous generation)."""
+
+    previous: int | None
+    previous_origins: int
+    counts: dict[str, int]
+    blocks: dict[str, int]
+    first_ids: dict[str, list[str]] = field(default_factory=dict)
+
+    def counts_line(self) -> str:
+        """`added N, removed N, changed N`."""
+        return ", ".join(f"{kind} {self.counts[kind]}" for kind in KINDS)
+
+
+def build_change_set(conn: psycopg.Connection, first_ids: int = 0) -> ChangeSet:
+    """Compute and store graph_next's change set against the live graph; return its counts.
+
+    Runs in the load's transaction once graph_next's read model (origin_rows, origin_docs) is
+    complete, before the swap. first_ids: how many ids of each kind to return (dry run).
+    """
+    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+    previous, previous_origins = None, 0
+    if present and present[0]:
+        live = conn.execute(QUERIES["load/get_live_origins"]).fetchone()
+        assert live is not None  # the live graph has its one graph_info row
+        previous, previous_origins = int(live[0]), int(live[1])
+        conn.execute(QUERIES["load/build_changes"])
+    else:
+        conn.execute(QUERIES["load/build_first_changes"])
+    conn.execute(QUERIES["load/number_changes"])
+    counts = dict.fromkeys(KINDS, 0)
+    blocks = dict.fromkeys(BLOCKS, 0)
+    for kind, block, n in conn.execute(QUERIES["load/get_change_counts"]).fetchall():
+        if block:
+            blocks[block] = int(n)
+        else:
+            counts[kind] = int(n)
+    ids: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    if first_ids:
+        for kind, origin_id in conn.execute(
+            QUERIES["load/get_first_changes"], {"first": first_ids}
+        ).fetchall():
+            ids[kind].append(origin_id)
+    return ChangeSet(previous, previous_origins, counts, blocks, ids)
+
+
+def check_not_empty(counts: dict[str, int], lines: int, allow_empty: bool) -> None:
+    """Refuse a document with no origin record unless allow_empty (contract 10)."""
+    if counts.get("origin", 0) == 0 and not allow_empty:
+        held = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no records"
+        raise LoadRefused(
+            f"refused: the document has no origin record (0 origins; {lines} lines: {held}); "
+            "loading it would empty the registry. Nothing changed; --allow-empty loads it anyway"
+        )
+
+
+def check_removals(changes: ChangeSet, max_removed_percent: float | None, force: bool) -> None:
+    """Refuse removing more than max_removed_percent of the live origins unless force."""
+    if max_removed_percent is None or force or changes.previous is None:
+        return
+    removed = changes.counts["removed"]
+    if removed * 100 > max_removed_percent * changes.previous_origins:
+        share = 100 * removed / changes.previous_origins if changes.previous_origins else 0.0
+        raise LoadRefused(
+            f"refused: the load would remove {removed} of the {changes.previous_origins} "
+            f"origins of generation {changes.previous} ({share:.1f} %, over "
+            f"REGISTRY_MAX_REMOVED_PERCENT={max_removed_percent:g}); {changes.counts_line()}. "
+            "Nothing changed; --force loads it anyway"
+        )
+
+
+def dry_run_lines(changes: ChangeSet) -> list[str]:
+    """What a dry run prints: the counts per kind and per block, then the first ids."""
+    against = (
+        "no previous generation" if changes.previous is None else (f"generation {changes.previous}")
+    )
+    lines = [f"dry run: nothing was changed; against {against}, a load would commit:"]
+    lines += [f"{kind} {changes.counts[kind]}" for kind in KINDS]
+    lines += [f"changed {block} {changes.blocks[block]}" for block in BLOCKS]
+    for kind in KINDS:
+        if changes.first_ids.get(kind):
+            lines.append(f"first {kind}: " + " ".join(changes.first_ids[kind]))
+    return lines

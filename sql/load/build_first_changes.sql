@@ -1,0 +1,13 @@
+-- The change set of the first generation of a database (no previous one): every origin is
+-- added (contract 10). The same columns as build_changes.sql.
+CREATE TEMP TABLE found_changes ON COMMIT DROP AS
+SELECT r.id,
+       'added'::text AS kind,
+       '{}'::text[] AS blocks,
+       NULL::text AS before,
+       r.pos AS after_pos,
+       o.name,
+       CASE WHEN r.allocated THEN concat_ws('.', r.address_network, r.address_station,
+                                            r.address_channel) END AS address
+FROM graph_next.origin_rows AS r
+JOIN graph_next.origins AS o ON o.id = r.id;
