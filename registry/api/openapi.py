@@ -10,6 +10,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, request
 
 from registry.api.openapi_components import (
+    CHANGE_EXPORT_CONTENT,
     COMPOSED_SCHEMAS,
     EXPORT_CONTENT,
     GENERATION_HEADERS,
@@ -21,6 +22,7 @@ from registry.api.openapi_components import (
     json_body_response,
 )
 from registry.api.responses import GET_ROUTE, json_response
+from schemas.changes import BLOCKS, KINDS, ChangeListQuerySchema
 from schemas.params import (
     ADDRESS_FORMAT,
     ORIGIN_ID_FORMAT,
@@ -284,6 +286,7 @@ def build_openapi_document() -> dict[str, Any]:
             )
         },
     )
+    _change_paths(spec)
     spec.path(
         "/openapi.json",
         operations={
@@ -339,6 +342,81 @@ def build_openapi_document() -> dict[str, Any]:
     spec.path("/healthz", operations={"get": healthz})
     spec.path("/readyz", operations={"get": readyz})
     return spec.to_dict()
+
+
+# kind and block as one exploded object (?kind=changed&block=bans), so that the document can
+# say what a list of parameters cannot: block only with kind=changed or no kind (contract 10).
+CHANGE_FILTERS = {
+    "in": "query",
+    "name": "filters",
+    "style": "form",
+    "explode": True,
+    "description": "kind and block, each optional: block only with kind=changed or alone",
+    "schema": {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": list(KINDS),
+                     "description": "added, removed or changed"},
+            "block": {"type": "string", "enum": list(BLOCKS),
+                      "description": "changed origins whose record differs in this block"},
+        },
+        "additionalProperties": False,
+        "if": {"required": ["block"]},
+        "then": {"properties": {"kind": {"const": "changed"}}},
+    },
+}  # fmt: skip
+
+
+def _change_paths(spec: APISpec) -> None:
+    """GET /registry/changes and GET /registry/generations (contract 10)."""
+    changes = json_body_response(
+        "ChangeList",
+        "one page of the changes that produced the generation, by origin id; counts are the "
+        "whole generation's, page.total the filtered count",
+        {
+            "Link": {
+                **header(
+                    'with every JSON page: RFC 8288 links rel="first", "prev", "next", "last", '
+                    "kind, block and limit kept, and generation=<Registry-Generation>"
+                ),
+                "required": False,
+            },
+            "Registry-Total": {
+                **header("with every NDJSON or CSV export: the number of rows that follow",
+                         "integer"),
+                "required": False,
+            },
+        },
+    )  # fmt: skip
+    changes["description"] += (
+        ". With Accept: application/x-ndjson or text/csv, every matching change instead, "
+        "streamed in one answer (page and limit are then a 400)"
+    )
+    changes["content"].update(CHANGE_EXPORT_CONTENT)
+    operation = _operation(
+        "listChanges",
+        "How a generation differs from its previous one: origins added, removed and changed",
+        changes,
+        secured=True,
+        parameters=[
+            CHANGE_FILTERS,
+            {"in": "query", "schema": ChangeListQuerySchema(exclude=("kind", "block"))},
+        ],
+        generational=True,
+    )
+    operation["responses"]["406"] = _ref("NotAcceptable")
+    spec.path("/registry/changes", operations={"get": operation})
+    generations = _operation(
+        "listGenerations",
+        "Every kept generation, newest first, with its previous and change counts",
+        json_body_response("GenerationList", "the kept generations"),
+        secured=True,
+        generational=True,
+    )
+    # It takes no generation: it lists them all, as the newest one sees them.
+    for status in ("404", "410"):
+        generations["responses"].pop(status)
+    spec.path("/registry/generations", operations={"get": generations})
 
 
 @bp.get("/openapi.json", **GET_ROUTE)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas.changes import ChangeListSchema, ChangeSchema, GenerationListSchema
 from schemas.errors import (
     ErrorSchema,
     ForbiddenSchema,
@@ -34,6 +35,9 @@ SCHEMAS = (
     ("Forbidden", ForbiddenSchema),
     ("GenerationGone", GenerationGoneSchema),
     ("GenerationNotFound", GenerationNotFoundSchema),
+    ("Change", ChangeSchema),
+    ("ChangeList", ChangeListSchema),
+    ("GenerationList", GenerationListSchema),
 )
 # Component schemas composed of the ones above: a lookup's 404 is either body.
 COMPOSED_SCHEMAS = {
@@ -177,3 +181,24 @@ def inline_json(
     if headers:
         response["headers"] = headers
     return response
+
+
+CHANGE_EXPORT_CONTENT = {
+    "application/x-ndjson": {
+        "schema": {
+            "$ref": "#/components/schemas/Change",
+            "description": "newline-delimited JSON: one Change (as in changes[]) per line, each "
+            "line ending in a newline, by origin id, all from one generation",
+        },
+    },
+    "text/csv": {
+        "schema": {
+            "type": "string",
+            "description": "RFC 4180 CSV, UTF-8, CRLF line ends, a header row; the columns id, "
+            "kind, blocks (joined by ';'), name and address (of the record after the change, "
+            "or before it for a removed origin; address empty when unallocated); a name "
+            "beginning with =, +, -, @, tab or carriage return is written with a ' in front",
+        },
+        "example": "id,kind,blocks,name,address\r\n",
+    },
+}

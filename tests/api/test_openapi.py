@@ -179,6 +179,9 @@ OPERATIONS = {
         "OriginEnvelope",
         PUBLIC | ADMIN | PINNED,
     ),
+    # Contract 10.
+    "/registry/changes": ("listChanges", "ChangeList", PUBLIC | ADMIN | PINNED | {"406"}),
+    "/registry/generations": ("listGenerations", "GenerationList", PUBLIC | ADMIN | CACHED),
     "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
     "/healthz": ("getLiveness", None, PUBLIC - {"503"}),
     "/readyz": ("getReadiness", None, PUBLIC),
@@ -267,11 +270,12 @@ def test_operations(api_document: dict[str, Any], path: str):
             assert "content" not in resolve(api_document, response)
             continue
         content = resolve(api_document, response)["content"]
-        if (path, status) == ("/registry/origins", "200"):
-            # The export representations (contract 8), chosen with Accept.
+        if (path, status) in {("/registry/origins", "200"), ("/registry/changes", "200")}:
+            # The export representations (contract 8, 10), chosen with Accept.
             assert set(content) == {"application/json", "application/x-ndjson", "text/csv"}
             ndjson = content["application/x-ndjson"]["schema"]
-            assert ndjson["$ref"] == "#/components/schemas/Origin"
+            line = "Origin" if path == "/registry/origins" else "Change"
+            assert ndjson["$ref"] == f"#/components/schemas/{line}"
         else:
             assert set(content) == {"application/json"}, status
     if body is not None:
@@ -284,7 +288,8 @@ def test_operations(api_document: dict[str, Any], path: str):
 
 
 def test_every_path_is_documented(api_document: dict[str, Any]):
-    """The five endpoints of the spec, the document itself and the two probes, nothing more."""
+    """The five endpoints of the spec, the two of contract 10, the document itself and the two
+    probes, nothing more."""
     assert set(api_document["paths"]) == set(OPERATIONS)
 
 
@@ -308,9 +313,40 @@ def test_component_matches_spec_table(api_document: dict[str, Any], name: str):
     assert schema["additionalProperties"] is (name == "Forbidden")
 
 
+# Contract 10's bodies: each component's fields, every one required.
+CHANGE_TABLES = {
+    "ChangeList": {"success", "generated_at", "generation", "previous", "counts",
+                   "filters_applied", "page", "changes"},
+    "Change": {"id", "kind", "blocks", "before", "after"},
+    "ChangeCounts": {"added", "removed", "changed"},
+    "GenerationList": {"success", "generated_at", "current", "generations"},
+    "Generation": {"generation", "previous", "committed_at", "canonical_origins", "counts"},
+}  # fmt: skip
+
+
 def test_no_undocumented_components(api_document: dict[str, Any]):
-    """The components are the spec's resources and error bodies, no more."""
-    assert set(api_document["components"]["schemas"]) == set(SPEC_TABLES) | {"LookupNotFound"}
+    """The components are the spec's resources and error bodies and contract 10's, no more."""
+    assert set(api_document["components"]["schemas"]) == (
+        set(SPEC_TABLES) | set(CHANGE_TABLES) | {"LookupNotFound"}
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CHANGE_TABLES))
+def test_change_components_name_the_contracts_fields(api_document: dict[str, Any], name: str):
+    """Contract 10's bodies: its fields, and no others."""
+    schema = api_document["components"]["schemas"][name]
+    assert set(schema["properties"]) == CHANGE_TABLES[name]
+    optional = {"generated_at", "filters_applied"}
+    assert set(schema.get("required", [])) == CHANGE_TABLES[name] - optional
+
+
+def test_block_only_with_kind_changed(api_document: dict[str, Any]):
+    """The document says what contract 10 says of block: alone, or with kind=changed."""
+    filters = api_document["paths"]["/registry/changes"]["get"]["parameters"][0]
+    assert (filters["name"], filters["style"], filters["explode"]) == ("filters", "form", True)
+    schema = filters["schema"]
+    assert schema["if"] == {"required": ["block"]}
+    assert schema["then"] == {"properties": {"kind": {"const": "changed"}}}
 
 
 @pytest.mark.parametrize(
