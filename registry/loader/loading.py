@@ -174,8 +174,8 @@ def load_document(
             timings["check"] = time.monotonic() - started
             _build_read_model(conn, parsed.counts["origin"], progress, beside)
             timings["read_model"] = time.monotonic() - started
-            progress.phase("changes", total=1)
-            progress.advance(0, step="changes")
+            progress.phase("change set", total=1)
+            progress.advance(0, step="against the live graph")
             changes = build_change_set(conn, FIRST_IDS if options.dry_run else 0)
             check_removals(changes, options.max_removed_percent, options.force)
             progress.advance(1)

@@ -9,8 +9,9 @@ The phases of a load, in order: `parse` (the document read and checked line by l
 bytes when the size is known), `copy` (the spooled rows sent with COPY: bytes), `check` (the
 whole-document rules: unique ids, references), `read model` (the rows and documents every
 request reads; the documents' render starts here and runs on in worker processes), `indexes`
-(the read and search indexes, then the rendered documents copied in and indexed) and
-`publish` (grants, statistics, the swap and the commit, then clearing out the replaced graph).
+(the read and search indexes, then the rendered documents copied in and indexed), `change set`
+(the change set against the live graph, contract 10; a dry run ends here) and `publish`
+(grants, statistics, the swap and the commit, then clearing out the replaced graph).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-PHASES = ("parse", "copy", "check", "read model", "indexes", "publish")
+PHASES = ("parse", "copy", "check", "read model", "indexes", "change set", "publish")
 _MB = 1_000_000
 
 

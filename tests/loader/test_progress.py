@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # CSI sequences (colours, cursor moves) and other escapes rich uses to redraw.
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
-LOAD_PHASES = ("parse", "copy", "check", "read model", "indexes", "publish")
+LOAD_PHASES = ("parse", "copy", "check", "read model", "indexes", "change set", "publish")
 
 
 def run_on_terminal(arguments: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
