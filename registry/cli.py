@@ -16,27 +16,53 @@ from registry.settings import SettingsError, load_settings
 
 # The role `registry serve --dev` serves through on the embedded server (SELECT only).
 DEV_READER_ROLE = "registry_reader"
+# The share of the demo's origins its twin changes, loaded second by `registry serve --dev`,
+# and the printed example that shows them.
+DEV_DEMO_CHANGES = 0.02
+DEV_CHANGES_EXAMPLE = "/registry/changes?kind=changed&limit=5"
 
 
 def command_demo(args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    """registry demo: write a synthetic graph document."""
+    """registry demo: write a synthetic graph document, or with --changes F its changed twin."""
+    from typing import BinaryIO
+
     from registry.loader.demo import write_demo_document
+    from registry.loader.demo_twin import TwinDocument, changes_line, write_twin_document
     from registry.loader.progress import LoadProgress, TerminalProgress
 
     progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else LoadProgress()
     progress.phase("demo", total=args.origins, unit="origins")
+
+    def write(out: BinaryIO) -> TwinDocument | None:
+        if args.changes is None:
+            write_demo_document(out, origins=args.origins, seed=args.seed, progress=progress)
+            return None
+        return write_twin_document(out, args.origins, args.seed, args.changes, progress)
+
     try:
         if args.out in (None, "-"):
-            write_demo_document(
-                sys.stdout.buffer, origins=args.origins, seed=args.seed, progress=progress
-            )
+            twin = write(sys.stdout.buffer)
             sys.stdout.buffer.flush()
         else:
             with open(args.out, "wb") as out:
-                write_demo_document(out, origins=args.origins, seed=args.seed, progress=progress)
+                twin = write(out)
     finally:
         progress.close()
+    if twin is not None:
+        print(
+            f"registry demo: changes against the seed's demo: {changes_line(twin)}", file=sys.stderr
+        )
     return 0
+
+
+def _fraction(text: str) -> float:
+    """--changes F: a number above 0 and at most 1."""
+    from registry.loader.demo_twin import check_fraction
+
+    try:
+        return check_fraction(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a fraction above 0 and at most 1: {text}") from None
 
 
 def command_db_upgrade(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -147,8 +173,9 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry serve [--dev]: prepare the database and run gunicorn until it exits.
 
     With --dev (what `make run` does): the embedded PostgreSQL when DATABASE_URL is unset
-    (served through its SELECT-only role DEV_READER_ROLE), a demo graph when the database was
-    never loaded (its load is generation 1), a generated secret kept in the state folder, and
+    (served through its SELECT-only role DEV_READER_ROLE), a demo graph and then its changed
+    twin when the database was never loaded (generations 1 and 2), a generated secret kept in
+    the state folder, and
     a ready admin token with curl examples printed before gunicorn starts. An embedded server
     this command started is stopped when gunicorn exits (Ctrl-C); one that was already
     running is left running.
@@ -160,8 +187,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     from registry.database.migrations import apply_migrations
     from registry.database.queries import QUERIES
     from registry.database.roles import create_reader_role
-    from registry.loader.demo import write_demo_document
-    from registry.loader.loading import ensure_graph, load_counts_line, load_document
+    from registry.loader.loading import ensure_graph
     from registry.settings import state_dir
     from registry.tokens.development import development_secret, mint_token
 
@@ -176,14 +202,9 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         loaded = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
         if args.dev and not (loaded and loaded[0]):
             # A database never loaded: the demo's load is its first generation (publishing
-            # an empty graph first would make it generation 2 and take a retention slot).
-            import tempfile
-
-            print(f"loading a demo graph of {args.demo_origins:,} origins ...", flush=True)
-            with tempfile.TemporaryFile() as spool:
-                write_demo_document(spool, origins=args.demo_origins, seed=1)
-                spool.seek(0)
-                print(load_counts_line(load_document(conn, spool)), flush=True)
+            # an empty graph first would make it generation 2 and take a retention slot),
+            # and its changed twin's the second, so /registry/changes has changes to show.
+            _load_dev_demo(conn, args.demo_origins, int(settings["REGISTRY_KEEP_GENERATIONS"]))
         ensure_graph(conn)
         if args.dev and embedded:
             # The embedded cluster's own role is a superuser: serve, as production does,
@@ -211,7 +232,8 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                 "Try:\n\n"
                 f"  curl -s {base}/summary\n"
                 f'  curl -s -H "Authorization: Bearer $TOKEN" {base}/registry/summary\n'
-                f'  curl -s -H "Authorization: Bearer $TOKEN" "{base}/registry/origins?limit=2"\n\n'
+                f'  curl -s -H "Authorization: Bearer $TOKEN" "{base}/registry/origins?limit=2"\n'
+                f'  curl -s -H "Authorization: Bearer $TOKEN" "{base}{DEV_CHANGES_EXAMPLE}"\n\n'
                 f"Or open {base}/docs in a browser: Authorize with the token, then Try it out.\n",
                 flush=True,
             )
@@ -224,6 +246,31 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         stop_embedded(state_dir(settings))
         print(f"stopped the embedded PostgreSQL under {state_dir(settings)}", flush=True)
     return code
+
+
+def _load_dev_demo(conn: psycopg.Connection, origins: int, keep_generations: int) -> None:
+    """Load the demo graph (seed 1), then its twin with DEV_DEMO_CHANGES of its origins
+    changed: two ordinary loads, each printing its summary line."""
+    import tempfile
+
+    from registry.loader.demo import write_demo_document
+    from registry.loader.demo_twin import changes_line, write_twin_document
+    from registry.loader.loading import load_counts_line, load_document
+
+    print(f"loading a demo graph of {origins:,} origins ...", flush=True)
+    with tempfile.TemporaryFile() as spool:
+        write_demo_document(spool, origins=origins, seed=1)
+        spool.seek(0)
+        print(load_counts_line(load_document(conn, spool, None, keep_generations)), flush=True)
+    with tempfile.TemporaryFile() as spool:
+        twin = write_twin_document(spool, origins, seed=1, fraction=DEV_DEMO_CHANGES)
+        spool.seek(0)
+        print(
+            f"loading its changed twin (registry demo --changes {DEV_DEMO_CHANGES}): "
+            f"{changes_line(twin)} ...",
+            flush=True,
+        )
+        print(load_counts_line(load_document(conn, spool, None, keep_generations)), flush=True)
 
 
 def _run_until_exit(command: list[str], env: dict[str, str]) -> int:
@@ -273,6 +320,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--origins", type=int, default=10_000, help="about how many origins")
     demo.add_argument("--seed", type=int, default=1, help="the same seed gives the same document")
     demo.add_argument("--out", default=None, help="output file (default: standard output)")
+    demo.add_argument(
+        "--changes",
+        type=_fraction,
+        default=None,
+        metavar="F",
+        help="the seed's document with a fraction F (0 < F <= 1) of its origins removed, "
+        "changed or added, the same every time (docs/loading.md)",
+    )
     demo.set_defaults(run=command_demo)
 
     db = commands.add_parser("db", help="the database: upgrade, url, stop, create-reader")
@@ -317,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--demo-origins",
         type=int,
         default=10_000,
-        help="origins in the demo graph loaded into an empty database (--dev)",
+        help="origins in the demo graph (then its changed twin) loaded into an empty database",
     )
     serve.set_defaults(run=command_serve)
     return parser

@@ -10,8 +10,9 @@ whole service's. Without that variable (the Flask test client, a plain
 Labels are bounded on purpose: a request is counted under its route template
 (`/registry/origins/<originId>`, never the id), unrouted paths under `unmatched`, unknown
 methods under `other`, 503s and token rejections under a fixed list of causes and reasons.
-`/metrics` itself is not counted. The current generation and its load time are read from the
-database at scrape time (one tiny query), so they are right whichever worker answers.
+`/metrics` itself is not counted. The current generation, its load time and its change counts
+are read from the database at scrape time (two tiny queries), so they are right whichever
+worker answers.
 """
 
 from __future__ import annotations
@@ -300,6 +301,17 @@ class ServiceCollector(Collector):
             "When the live generation was committed (Unix time).",
             value=live.loaded_at.timestamp(),
         )
+        if live.changes is None:
+            return  # loaded before change sets were recorded: no series rather than a guess
+        changes = GaugeMetricFamily(
+            "registry_generation_changes",
+            "Origins the live generation added, removed and changed against its previous"
+            " generation (contract §10), by kind.",
+            labels=("kind",),
+        )
+        for kind, count in live.changes.items():
+            changes.add_metric((kind,), count)
+        yield changes
 
 
 class _LocalCollector(Collector):

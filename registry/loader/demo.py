@@ -406,37 +406,43 @@ class DemoWriter:
             )
 
 
+def origin_slots(plan_seed: int, origins: int) -> Iterator[tuple[Network | None, int]]:
+    """Each origin's network (None: it has none) and position in it, in document order;
+    the network-less origins are spread evenly between the networks."""
+    network_count = sum(1 for _ in plan_networks(plan_seed, origins))
+    networkless = round(origins * NETWORKLESS_SHARE)
+    placed = 0
+    for network in plan_networks(plan_seed, origins):
+        yield from ((network, position) for position in range(network.size))
+        due = max(placed, networkless * (network.serial + 1) // network_count)
+        yield from ((None, 0) for _ in range(placed, due))
+        placed = due
+    yield from ((None, 0) for _ in range(placed, networkless))
+
+
+def write_planned(
+    writer: DemoWriter, origins: int, plan_seed: int, progress: LoadProgress | None = None
+) -> dict[str, int]:
+    """Write the document planned by plan_seed through writer; return the records per type."""
+    writer.header(origins, sum(1 for _ in plan_networks(plan_seed, origins)))
+    for network in plan_networks(plan_seed, origins):
+        writer.network(network)
+    for planned, (slot, position) in enumerate(origin_slots(plan_seed, origins), start=1):
+        writer.origin(slot, position)
+        if progress is not None and planned % 1024 == 0:
+            progress.advance(1024)
+    writer.flush()
+    if progress is not None:
+        progress.advance(origins % 1024)
+    return dict(writer.counts)
+
+
 def write_demo_document(
     out: BinaryIO, origins: int = 10_000, seed: int = 1, progress: LoadProgress | None = None
 ) -> dict[str, int]:
-    """Write a demo graph document of `origins` origins to out; return the records per type.
-
-    progress, when given, is advanced by the origins written, a network at a time.
-    """
+    """Write a demo graph document of `origins` origins to out; return the records per type."""
     if origins < 0:
         raise ValueError(f"origins must be at least 0, not {origins}")
     rng = random.Random(seed)
     plan_seed = rng.getrandbits(64)
-    network_count = sum(1 for _ in plan_networks(plan_seed, origins))
-    networkless = round(origins * NETWORKLESS_SHARE)
-    writer = DemoWriter(out, rng)
-    writer.header(origins, network_count)
-    reported = 0
-    for network in plan_networks(plan_seed, origins):
-        writer.network(network)
-    for network in plan_networks(plan_seed, origins):
-        for position in range(network.size):
-            writer.origin(network, position)
-        # Spread the network-less origins evenly between the networks.
-        due = networkless * (network.serial + 1) // network_count
-        while writer.networkless_index < due:
-            writer.origin(None, 0)
-        if progress is not None:
-            progress.advance(writer.counts["origin"] - reported)
-            reported = writer.counts["origin"]
-    while writer.networkless_index < networkless:
-        writer.origin(None, 0)
-    writer.flush()
-    if progress is not None:
-        progress.advance(writer.counts["origin"] - reported)
-    return dict(writer.counts)
+    return write_planned(DemoWriter(out, rng), origins, plan_seed, progress)

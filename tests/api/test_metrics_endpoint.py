@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable
 
@@ -14,8 +15,10 @@ from psycopg_pool import PoolTimeout
 
 from registry.api.errors import unavailable_cause
 from registry.api.metrics import REJECTION_REASONS, UNAVAILABLE_CAUSES
+from registry.loader.demo import write_demo_document
+from registry.loader.demo_twin import write_twin_document
 from tests.api.conftest import AUTH_AUDIENCE, AUTH_ISSUER
-from tests.conftest import dead_port, make_token
+from tests.conftest import dead_port, load_records, make_token
 
 UNKNOWN_ORIGIN = "/registry/origins/svc:origin:00000000-0000-4000-8000-999999999999"
 
@@ -163,3 +166,44 @@ def test_unavailable_answers_are_counted_by_cause(
 def test_each_database_failure_has_its_cause(error: Exception, down: bool, cause: str):
     """The classification behind registry_unavailable_total{cause}."""
     assert unavailable_cause(error, down) == cause
+
+
+def test_generation_changes_count_what_the_live_generation_changed(
+    api_app_factory: Callable[..., Flask], database_factory: Callable[[], str]
+):
+    """registry_generation_changes{kind}: the first load of a database adds every origin; the
+    demo's twin loaded over it adds, removes and changes what it was written to; a
+    generation loaded before change sets were recorded has no such series."""
+    conninfo = database_factory()
+    demo = io.BytesIO()
+    write_demo_document(demo, origins=300, seed=5)
+    load_records(conninfo, demo.getvalue())
+    client = api_app_factory(conninfo).test_client()
+
+    def changes() -> dict[str, float]:
+        scrape = samples(client)
+        assert scrape[("registry_database_reachable", ())] == 1
+        return {
+            dict(labels)["kind"]: value
+            for (name, labels), value in scrape.items()
+            if name == "registry_generation_changes"
+        }
+
+    assert changes() == {"added": 300, "removed": 0, "changed": 0}
+    twin = io.BytesIO()
+    # 10 % of 300 origins: a quarter of 30 removed, a quarter added, the other 16 changed
+    assert write_twin_document(twin, 300, seed=5, fraction=0.1).changes == {
+        "added": 7,
+        "removed": 7,
+        "changed": 16,
+    }
+    load_records(conninfo, twin.getvalue())
+    assert samples(client)[("registry_generation", ())] == 2
+    assert changes() == {"added": 7, "removed": 7, "changed": 16}
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE registry_meta.generations SET added = NULL, removed = NULL, changed = NULL"
+            " WHERE generation = 2"
+        )
+    assert changes() == {}
+    assert samples(client)[("registry_generation", ())] == 2

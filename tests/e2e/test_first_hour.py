@@ -63,7 +63,8 @@ def test_serve_listens_where_registry_bind_says_and_its_demo_is_generation_1(
     database_factory, tmp_path: Path
 ):
     """REGISTRY_BIND with no --bind: gunicorn listens there and the printed lines say so; on
-    a database never loaded, the demo's load is the first generation, no empty one before."""
+    a database never loaded, the demo's load is the first generation, no empty one before,
+    and its changed twin's (`registry demo --changes 0.02`) the second."""
     port = free_port()
     conninfo = database_factory()
     env = clean_env(
@@ -80,7 +81,8 @@ def test_serve_listens_where_registry_bind_says_and_its_demo_is_generation_1(
             kept = conn.execute(
                 "SELECT generation, origins FROM registry_meta.generations ORDER BY generation"
             ).fetchall()
-        assert kept == [(1, int(DEMO))]
+        # 2 % of 100 origins: two changed, none added or removed
+        assert kept == [(1, int(DEMO)), (2, int(DEMO))]
     finally:
         stop(server)
         if server.stdout is not None:

@@ -207,11 +207,11 @@ def test_serve_dev_prints_a_token_and_curl_lines_that_work(database_factory, tmp
         printed: list[str] = []
         for line in server.stdout:
             printed.append(line.strip())
-            if "/registry/origins?limit=2" in line:
+            if "/registry/changes?" in line:
                 break
         exports = [line for line in printed if line.startswith("export TOKEN=")]
         curls = [line for line in printed if line.startswith("curl ")]
-        assert len(exports) == 1 and len(curls) == 3, printed
+        assert len(exports) == 1 and len(curls) == 4, printed
         assert re.fullmatch(r"export TOKEN=[\w-]+\.[\w-]+\.[\w-]+", exports[0])
         wait_for_200(f"http://127.0.0.1:{port}/healthz", server)
         for curl in curls:
@@ -224,7 +224,10 @@ def test_serve_dev_prints_a_token_and_curl_lines_that_work(database_factory, tmp
             )
             body, _, status = done.stdout.rpartition("\n")
             assert (done.returncode, status) == (0, "200"), (curl, done.stdout, done.stderr)
-            assert json.loads(body)["success"] is True
+            answer = json.loads(body)
+            assert answer["success"] is True
+            if "/registry/changes" in curl:  # the demo's twin, loaded second, changed some
+                assert answer["generation"] == 2 and answer["changes"], answer
     finally:
         stop(server)
         if server.stdout is not None:

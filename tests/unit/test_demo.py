@@ -11,7 +11,9 @@ import orjson
 import pytest
 
 from registry.loader.demo import write_demo_document
+from registry.loader.demo_twin import write_twin_document
 from registry.loader.records import check_record
+from tests.unit.demo_twin_model import differences
 
 ORIGINS = 2000
 
@@ -312,3 +314,93 @@ def test_stations_are_shared_across_networks(graph: Graph) -> None:
         networks_per_station[allocation["station"]].add(allocation["network"])
     assert max(len(networks) for networks in networks_per_station.values()) >= 10
     assert max(networks_per_station) < 100
+
+
+# -- registry demo --changes F: the changed twin ----------------------------------------------
+
+
+def twin_of(origins: int = ORIGINS, fraction: float = 0.02, seed: int = 1) -> tuple[bytes, Any]:
+    """The twin's bytes and what write_twin_document returned."""
+    out = io.BytesIO()
+    twin = write_twin_document(out, origins, seed, fraction)
+    return out.getvalue(), twin
+
+
+def test_the_twin_is_reproducible_and_depends_on_the_fraction() -> None:
+    """The same origins, seed and fraction give the same bytes; another fraction or seed not."""
+    first, twin = twin_of()
+    assert first == twin_of()[0]
+    assert first != twin_of(fraction=0.03)[0]
+    assert first != twin_of(seed=2)[0]
+    assert first != generate()[0]
+    assert twin.counts["origin"] == ORIGINS + twin.changes["added"] - twin.changes["removed"]
+
+
+@pytest.mark.parametrize(("origins", "fraction"), [(ORIGINS, 0.02), (ORIGINS, 0.3), (800, 1.0)])
+def test_the_twin_differs_in_the_expected_origins_by_kind(origins: int, fraction: float) -> None:
+    """round(F x origins) origins differ: a quarter removed, a quarter added, the rest changed
+    in one block each, the four blocks taking turns; found by comparing the two documents."""
+    seed_document = parse(generate(origins)[0])
+    document, twin = twin_of(origins, fraction)
+    records = parse(document)
+    total = round(origins * fraction)
+    expected = {"added": total // 4, "removed": total // 4, "changed": total - total // 4 * 2}
+    kinds, blocks = differences(seed_document, records)
+    assert kinds == twin.changes == expected
+    assert dict(blocks) == twin.blocks
+    assert max(blocks.values()) - min(blocks.values()) <= 1 and len(blocks) == 4
+    assert whole_document_problems(records) == []
+    for line, record in enumerate(records, start=1):
+        assert not isinstance(check_record(line, record), list), record
+
+
+def test_the_twin_changes_each_block_in_each_way() -> None:
+    """Renamed origins and networks, flipped and added edges, allocations moved, dropped,
+    republished and added, carriages added and changed."""
+    old, new = Graph(parse(generate()[0])), Graph(parse(twin_of(fraction=0.3)[0]))
+    networks = {network["id"]: network["name"] for network in old.of_type["network"]}
+    assert any(networks[net["id"]] != net["name"] for net in new.of_type["network"])
+    both = old.origins.keys() & new.origins.keys()
+    assert any(old.origins[key]["name"] != new.origins[key]["name"] for key in both)
+    assert any(
+        len(old.edges[key]) == len(new.edges[key]) != 0 and old.edges[key] != new.edges[key]
+        for key in both
+    )
+    assert any(len(new.edges[key]) == len(old.edges[key]) + 1 for key in both)
+    before, after = old.allocation, new.allocation
+    assert any(key in before and key not in after for key in both)
+    assert any(key not in before and key in after for key in both)
+    assert any(key in before and key in after and after[key]["station"] == 0 for key in both)
+    assert any(
+        key in before
+        and key in after
+        and before[key]["publication_status"] != after[key]["publication_status"]
+        for key in both
+    )
+    carriages = {carriage["id"]: carriage for carriage in old.of_type["carriage"]}
+    assert any(c["id"] in carriages and c != carriages[c["id"]] for c in new.of_type["carriage"])
+    assert any("twin" in c["id"] and c["origin_id"] in both for c in new.of_type["carriage"])
+
+
+@pytest.mark.parametrize("origins", [0, 1, 7, 60])
+def test_small_twins_are_valid_too(origins: int) -> None:
+    """Tiny documents keep every rule; a document with origins differs in at least one."""
+    document, twin = twin_of(origins, 0.02)
+    assert whole_document_problems(parse(document)) == []
+    assert sum(twin.changes.values()) == (1 if origins else 0)
+
+
+def test_registry_demo_changes_writes_the_twin(tmp_path: Any, capsys: Any) -> None:
+    """`registry demo --changes F` writes what write_twin_document writes; a fraction outside
+    (0, 1] is refused as a usage error."""
+    from registry.cli import main
+
+    out = tmp_path / "twin.jsonl"
+    assert main(["demo", "--origins", "300", "--changes", "0.1", "--out", str(out)]) == 0
+    assert out.read_bytes() == twin_of(300, 0.1)[0]
+    assert "added 7, removed 7, changed 16" in capsys.readouterr().err
+    for bad in ("0", "1.5", "nan", "-0.1", "two"):
+        with pytest.raises(SystemExit) as refused:
+            main(["demo", "--changes", bad])
+        assert refused.value.code == 2
+        assert "--changes" in capsys.readouterr().err
