@@ -34,7 +34,7 @@ from schemas.changes import (
     parse_change_list_query,
 )
 from schemas.origin import RenderedRecords
-from schemas.params import refuse_any_query
+from schemas.params import parse_pinned_query
 
 bp = Blueprint("changes", __name__, url_prefix="/registry")
 
@@ -121,11 +121,14 @@ def _export(representation: str, query: dict[str, Any]) -> Response:
 
 @bp.get("/generations", **GET_ROUTE)
 def list_generations_route() -> Response:
-    """GET /registry/generations: every kept generation, newest first, with its counts."""
-    refuse_any_query(_query())
-    if (early := not_modified_early(None)) is not None:
+    """GET /registry/generations: every kept generation, newest first, with its counts.
+
+    With generation=n (contract 7): answered from generation n, the kept ones up to it.
+    """
+    generation = parse_pinned_query(_query())
+    if (early := not_modified_early(generation)) is not None:
         return early
-    stamp, kept = read(None, lambda conn, _schema: list_generations(conn))
+    stamp, kept = read(generation, list_generations)
     body = {
         "success": True,
         "generated_at": now_utc(),

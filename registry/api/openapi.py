@@ -409,13 +409,14 @@ def _change_paths(spec: APISpec) -> None:
     generations = _operation(
         "listGenerations",
         "Every kept generation, newest first, with its previous and change counts",
-        json_body_response("GenerationList", "the kept generations"),
+        json_body_response(
+            "GenerationList",
+            "the kept generations; with generation=n, those up to n, and current is n",
+        ),
         secured=True,
+        parameters=[_PINNED],
         generational=True,
     )
-    # It takes no generation: it lists them all, as the newest one sees them.
-    for status in ("404", "410"):
-        generations["responses"].pop(status)
     spec.path("/registry/generations", operations={"get": generations})
 
 

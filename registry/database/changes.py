@@ -29,7 +29,6 @@ _EXPORT = {
     "kind": "changes/export_changes_by_kind",
     "block": "changes/export_changes_by_block",
 }
-_GENERATIONS = QUERIES["changes/list_generations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +95,13 @@ def export_changes_query(
     return _statement(_EXPORT[path], schema, "csv_line" if csv_rows else "line"), params
 
 
-def list_generations(conn: psycopg.Connection) -> tuple[Stamp, list[GenerationRow]]:
-    """The current generation's stamp and every kept generation, newest first."""
-    rows = conn.execute(_GENERATIONS).fetchall()
-    assert rows  # the current generation is kept
+def list_generations(
+    conn: psycopg.Connection, schema: str = LIVE_SCHEMA
+) -> tuple[Stamp, list[GenerationRow]]:
+    """The stamp of the generation in schema and every kept generation up to it, newest
+    first."""
+    rows = conn.execute(_statement("changes/list_generations", schema)).fetchall()
+    assert rows  # the generation read is kept
     kept = [
         GenerationRow(
             int(g),

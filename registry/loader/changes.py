@@ -76,14 +76,25 @@ def build_change_set(conn: psycopg.Connection, first_ids: int = 0) -> ChangeSet:
     return ChangeSet(previous, previous_origins, counts, blocks, ids)
 
 
-def check_not_empty(counts: dict[str, int], lines: int, allow_empty: bool) -> None:
-    """Refuse a document with no origin record unless allow_empty (contract 10)."""
-    if counts.get("origin", 0) == 0 and not allow_empty:
-        held = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no records"
-        raise LoadRefused(
-            f"refused: the document has no origin record (0 origins; {lines} lines: {held}); "
-            "loading it would empty the registry. Nothing changed; --allow-empty loads it anyway"
-        )
+def check_not_empty(
+    conn: psycopg.Connection, counts: dict[str, int], lines: int, allow_empty: bool
+) -> None:
+    """Refuse a document with no origin record unless allow_empty (contract 10); the line
+    gives the document's counts and the origins the live generation would lose."""
+    if counts.get("origin", 0) or allow_empty:
+        return
+    held = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no records"
+    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+    live = ""
+    if present and present[0]:
+        row = conn.execute(QUERIES["load/get_live_origins"]).fetchone()
+        if row is not None:
+            live = f" of the {row[1]} origins of generation {row[0]}"
+    raise LoadRefused(
+        f"refused: the document has no origin record (0 origins; {lines} lines: {held}); "
+        f"loading it would empty the registry{live}. Nothing changed; --allow-empty loads it "
+        "anyway"
+    )
 
 
 def check_removals(changes: ChangeSet, max_removed_percent: float | None, force: bool) -> None:

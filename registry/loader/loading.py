@@ -170,7 +170,7 @@ def load_document(
             _copy_spools(conn, parsed, progress, beside)
             timings["copy"] = time.monotonic() - started
             _check_whole_document(conn, progress, beside)
-            check_not_empty(parsed.counts, parsed.lines, options.allow_empty)
+            check_not_empty(conn, parsed.counts, parsed.lines, options.allow_empty)
             timings["check"] = time.monotonic() - started
             _build_read_model(conn, parsed.counts["origin"], progress, beside)
             timings["read_model"] = time.monotonic() - started

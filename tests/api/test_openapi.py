@@ -181,7 +181,7 @@ OPERATIONS = {
     ),
     # Contract 10.
     "/registry/changes": ("listChanges", "ChangeList", PUBLIC | ADMIN | PINNED | {"406"}),
-    "/registry/generations": ("listGenerations", "GenerationList", PUBLIC | ADMIN | CACHED),
+    "/registry/generations": ("listGenerations", "GenerationList", PUBLIC | ADMIN | PINNED),
     "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
     "/healthz": ("getLiveness", None, PUBLIC - {"503"}),
     "/readyz": ("getReadiness", None, PUBLIC),
