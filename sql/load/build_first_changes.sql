@@ -1,7 +1,9 @@
 -- The change set of the first generation of a database (no previous one): every origin is
--- added (contract 10). The same columns as build_changes.sql.
-CREATE TEMP TABLE found_changes ON COMMIT DROP AS
-SELECT r.id,
+-- added (contract 10), numbered by origin id. The same columns as build_changes.sql.
+CREATE TABLE changes AS
+SELECT (row_number() OVER (ORDER BY r.id))::integer AS pos,
+       (row_number() OVER (ORDER BY r.id))::integer AS kind_pos,
+       r.id,
        'added'::text AS kind,
        '{}'::text[] AS blocks,
        NULL::text AS before,

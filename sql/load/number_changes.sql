@@ -1,13 +1,9 @@
--- Numbers the change set found (build_changes.sql, build_first_changes.sql) for paging (contract 10: ordered by origin id, which as a uuid sorts
--- as its text does): pos over all changes, kind_pos within its kind, and change_blocks, one
+-- Indexes the change set (build_changes.sql, build_first_changes.sql) for paging (contract
+-- 10: ordered by origin id, which as a uuid sorts as its text does): pos over all changes,
+-- kind_pos within its kind, and change_blocks, one
 -- row per changed origin and block that differs, numbered within the block. A page of any
 -- filter is then a range of one index, so the last page costs what the first does. The
 -- counts per kind and per block are kept in change_counts (block '' for a kind's own count).
-CREATE TABLE changes AS
-SELECT (row_number() OVER (ORDER BY id))::integer AS pos,
-       (row_number() OVER (PARTITION BY kind ORDER BY id))::integer AS kind_pos,
-       id, kind, blocks, before, after_pos, name, address
-FROM pg_temp.found_changes;
 ALTER TABLE changes ADD PRIMARY KEY (pos);
 CREATE UNIQUE INDEX changes_kind_idx ON changes (kind, kind_pos);
 CREATE TABLE change_blocks AS
