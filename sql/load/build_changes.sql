@@ -6,13 +6,16 @@
 -- differ. before is the previous record, kept here so that the change set outlives the
 -- previous generation; after is read from this generation's origin_docs by after_pos. name
 -- and address (for CSV) are those of after, or of before for a removed origin.
+-- The origins whose hashes differ go to a temporary table first, with statistics: usually a
+-- few thousand of a million, so the lookups below are index probes, not scans of whole tables.
+CREATE TEMP TABLE change_differ ON COMMIT DROP AS
+SELECT coalesce(n.id, o.id) AS id, o.pos AS old_pos, n.pos AS new_pos
+FROM graph.origin_hashes AS o
+FULL JOIN graph_next.origin_hashes AS n ON n.id = o.id
+WHERE o.hash IS DISTINCT FROM n.hash;
+ANALYZE pg_temp.change_differ;
 CREATE TABLE changes AS
-WITH differ AS MATERIALIZED (
-    SELECT coalesce(n.id, o.id) AS id, o.pos AS old_pos, n.pos AS new_pos
-    FROM graph.origin_hashes AS o
-    FULL JOIN graph_next.origin_hashes AS n ON n.id = o.id
-    WHERE o.hash IS DISTINCT FROM n.hash
-), found AS (
+WITH found AS (
     SELECT x.id,
            CASE WHEN x.old_pos IS NULL THEN 'added'
                 WHEN x.new_pos IS NULL THEN 'removed'
@@ -36,7 +39,7 @@ WITH differ AS MATERIALIZED (
                                                             orr.address_station,
                                                             orr.address_channel) END
            END AS address
-    FROM differ AS x
+    FROM pg_temp.change_differ AS x
     LEFT JOIN graph.origin_docs AS od ON od.pos = x.old_pos
     LEFT JOIN graph_next.origin_docs AS nd ON nd.pos = x.new_pos AND x.old_pos IS NOT NULL
     LEFT JOIN graph.origin_rows AS orr ON orr.pos = x.old_pos AND x.new_pos IS NULL
