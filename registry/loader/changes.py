@@ -1,9 +1,9 @@
 """The change set of a load (contract 10): what it adds, removes and changes, and the guards.
 
 The set is computed in SQL while the load's transaction still holds graph_next beside the live
-graph (sql/load/build_changes.sql): a hash of each stored record (kept with the generation,
-origin_hashes, so the next load hashes only its own), one join on the origin id, and only the
-records that differ decoded, to name their blocks. It is stored in graph_next
+graph (sql/load/build_changes.sql): a hash of each stored record (made as the records are
+stored, and kept with the generation: origin_doc_hashes), one join on the origin id, and only
+the records that differ decoded, to name their blocks. It is stored in graph_next
 (changes, change_blocks, change_counts), so it is published with the generation and dropped
 with it; the counts also go to registry_meta.generations (record_generation.sql).
 
@@ -53,12 +53,11 @@ def build_change_set(conn: psycopg.Connection, first_ids: int = 0) -> ChangeSet:
     """
     present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     previous, previous_origins = None, 0
-    conn.execute(QUERIES["load/build_origin_hashes"])
     if present and present[0]:
         live = conn.execute(QUERIES["load/get_live_origins"]).fetchone()
         assert live is not None  # the live graph has its one graph_info row
         previous, previous_origins = int(live[0]), int(live[1])
-        conn.execute(QUERIES["load/build_live_origin_hashes"])
+        conn.execute(QUERIES["load/build_live_doc_hashes"])
         conn.execute(QUERIES["load/build_changes"])
     else:
         conn.execute(QUERIES["load/build_first_changes"])

@@ -300,6 +300,7 @@ def _build_read_model(
                     statements.store_rendered(conn, render)
                 else:
                     beside.take("origin_docs")
+                    beside.take("origin_doc_hashes")
             elif step == "search_indexes":
                 statements.add_search_indexes(conn)
             else:

@@ -100,12 +100,14 @@ def copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
 
 
 def store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:
-    """Create origin_docs, copy the rendered records in (in position order), index them."""
+    """Create origin_docs, copy the rendered records in (in position order), index them, and
+    hash them (origin_doc_hashes, for the change set)."""
     conn.execute(QUERIES["load/create_origin_docs"])
     with conn.cursor() as cur, cur.copy(QUERIES["load/copy_origin_docs"]) as target:
         for block in render.rendered():
             target.write(block)
     conn.execute(QUERIES["load/add_origin_docs_key"])
+    conn.execute(QUERIES["load/build_doc_hashes"])
 
 
 def add_constraints(

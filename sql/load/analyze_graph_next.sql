@@ -5,4 +5,4 @@ ANALYZE graph_next.networks, graph_next.origins, graph_next.governance_edges,
         graph_next.combo_counts, graph_next.network_combo_counts,
         graph_next.station_combo_counts, graph_next.block_combo_counts,
         graph_next.changes, graph_next.change_blocks, graph_next.change_counts,
-        graph_next.origin_hashes;
+        graph_next.origin_doc_hashes;

@@ -1,7 +1,7 @@
 -- The change set of the graph being built (graph_next) against the live one (graph, the
 -- previous generation), contract 10: one row per origin added, removed or changed, numbered
 -- by origin id. Records are compared as the API answers them, by the content hash of each
--- stored record (origin_hashes: build_origin_hashes.sql), in one full join on the origin id;
+-- stored record (origin_doc_hashes: build_doc_hashes.sql), in one full join on the origin id;
 -- only the records whose hashes differ are decoded (jsonb), to name the top-level blocks that
 -- differ. before is the previous record, kept here so that the change set outlives the
 -- previous generation; after is read from this generation's origin_docs by after_pos. name
@@ -9,9 +9,18 @@
 -- The origins whose hashes differ go to a temporary table first, with statistics: usually a
 -- few thousand of a million, so the lookups below are index probes, not scans of whole tables.
 CREATE TEMP TABLE change_differ ON COMMIT DROP AS
+WITH old AS (
+    SELECT r.id, r.pos, h.hash
+    FROM graph.origin_rows AS r
+    JOIN graph.origin_doc_hashes AS h ON h.pos = r.pos
+), new AS (
+    SELECT r.id, r.pos, h.hash
+    FROM graph_next.origin_rows AS r
+    JOIN graph_next.origin_doc_hashes AS h ON h.pos = r.pos
+)
 SELECT coalesce(n.id, o.id) AS id, o.pos AS old_pos, n.pos AS new_pos
-FROM graph.origin_hashes AS o
-FULL JOIN graph_next.origin_hashes AS n ON n.id = o.id
+FROM old AS o
+FULL JOIN new AS n ON n.id = o.id
 WHERE o.hash IS DISTINCT FROM n.hash;
 ANALYZE pg_temp.change_differ;
 CREATE TABLE changes AS

@@ -20,7 +20,7 @@ def as_before_migration_3(conn: psycopg.Connection) -> None:
     """Put the database back the way the code before migration 003 left it."""
     conn.execute(
         "DROP VIEW graph.change_lines; DROP TABLE graph.changes, graph.change_blocks,"
-        " graph.change_counts, graph.origin_hashes"
+        " graph.change_counts, graph.origin_doc_hashes"
     )
     conn.execute(
         "ALTER TABLE registry_meta.generations DROP COLUMN previous, DROP COLUMN added,"
