@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 ORIGINS ?= 100000
 CLUSTER_ORIGINS ?= 10000
 
-.PHONY: install run stop test test-db test-cluster lint bench loadtest faulttest cluster clean
+.PHONY: install run stop test test-db test-cluster lint bench bench-changes loadtest faulttest cluster clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ clean: stop
 bench: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python -m devtools.benchmark --origins $(ORIGINS) $(BENCH_ARGS)
+
+## make bench-changes [ORIGINS=100000]: what the change set costs a load (contract 10): the
+## demo, its 1 % twin and a wholly different document, loaded in a scratch database
+bench-changes: install
+	$(BIN)/python -m devtools.bench_changes --origins $(ORIGINS)
 
 ## make loadtest [ORIGINS=100000]: 60 s of mixed URLs through nginx at 64 connections (wrk)
 loadtest: install

@@ -251,8 +251,11 @@ def export_run(url: str, token: str, accept: str, server: Gunicorn) -> dict[str,
     }
 
 
-def run_exports(server: Gunicorn, token: str, folder: Path) -> list[tuple[str, dict[str, Any]]]:
-    """Full NDJSON and CSV exports, direct and (when nginx is installed) through nginx."""
+def run_exports(
+    server: Gunicorn, token: str, folder: Path, demo_generation: int | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Full NDJSON and CSV exports, direct and (when nginx is installed) through nginx; then
+    the change set of demo_generation (the bench's first load: every origin added)."""
     bases = [("gunicorn", server.base)]
     proxy = None
     if nginx_binary() is not None:
@@ -265,6 +268,13 @@ def run_exports(server: Gunicorn, token: str, folder: Path) -> list[tuple[str, d
                 result = export_run(f"{base}/registry/origins", token, accept, server)
                 results.append((f"{label} via {where}", result))
                 print(f"  export {label} via {where}: {result['seconds']:.1f} s", flush=True)
+        # Contract 10: the demo's change set, every origin added (kept beside its twin), as
+        # NDJSON: one line per change.
+        if demo_generation is not None:
+            url = f"{server.base}/registry/changes?generation={demo_generation}"
+            result = export_run(url, token, "application/x-ndjson", server)
+            results.append(("changes NDJSON (the demo's: all added) via gunicorn", result))
+            print(f"  export changes NDJSON: {result['seconds']:.1f} s", flush=True)
     finally:
         if proxy is not None:
             proxy.stop()

@@ -59,12 +59,12 @@ def print_report(
     print()
     if sweep is not None:
         print(f"full sweep at limit=200: {sweep[1]} origins in {sweep[0]:.1f} s")
-    print("| export | s | first byte ms | MB | MB/s | origins/s | worker peak RSS MB |")
+    print("| export | s | first byte ms | MB | MB/s | rows/s | worker peak RSS MB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, result in exports:
         seconds = result["seconds"]
         print(
-            f"| {label} ({result['origins']} origins) | {seconds:.1f} | "
+            f"| {label} ({result['origins']} rows) | {seconds:.1f} | "
             f"{result['first_byte_ms']:.0f} | {result['mb']:.0f} | {result['mb'] / seconds:.0f} | "
             f"{result['origins'] / seconds:,.0f} | {result['peak_rss_mb']:.0f} |"
         )

@@ -16,7 +16,8 @@ from psycopg import sql
 from registry.database.conninfo import resolve_database_url, with_database
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
-from registry.loader.loading import GRAPH_FORMAT, load_counts_line, load_document
+from registry.loader.demo_twin import write_twin_document
+from registry.loader.loading import GRAPH_FORMAT, LoadResult, load_counts_line, load_document
 from registry.settings import load_settings
 
 
@@ -33,8 +34,40 @@ def demo_document(origins: int, seed: int, cache: Path) -> Path:
     return path
 
 
+# The share of the demo's origins its twin changes (registry demo --changes): the bench graph
+# is the demo (generation 1) and then its twin (generation 2), so the newest generation has a
+# change set of this size for the /registry/changes rows (10,000 changes at 1,000,000).
+TWIN_FRACTION = 0.01
+
+
+def twin_document(origins: int, seed: int, cache: Path, fraction: float = TWIN_FRACTION) -> Path:
+    """The demo's changed twin (registry demo --changes fraction), generated once."""
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"twin-{origins}-{seed}-{fraction}.jsonl"
+    if not path.exists():
+        print(f"generating {path.name} ...", flush=True)
+        partial = path.with_suffix(".partial")
+        with open(partial, "wb") as out:
+            write_twin_document(out, origins=origins, seed=seed, fraction=fraction)
+        partial.rename(path)
+    return path
+
+
+def change_step_line(result: LoadResult) -> str:
+    """What the change set cost a load: its step's seconds, and its share of the rest."""
+    timings = result.timings
+    step = timings.get("changes", 0.0) - timings.get("read_model", 0.0)
+    rest = timings.get("total", result.elapsed_s) - step
+    changes = result.changes.counts_line() if result.changes is not None else "no change set"
+    share = 100 * step / rest if rest > 0 else 0.0
+    return (
+        f"  change set ({changes}): {step:.1f} s, +{share:.1f} % over the load's other {rest:.1f} s"
+    )
+
+
 def prepare_database(origins: int, seed: int, cache: Path) -> str:
-    """A database holding the demo graph of this size; generated and loaded only once."""
+    """A database holding the demo graph of this size (generation 1) and then its changed twin
+    (generation 2); generated and loaded only once."""
     server = resolve_database_url(load_settings())
     # The load SQL's fingerprint in the name: branches with different read models can bench
     # on one server without reloading each other's graph.
@@ -51,10 +84,12 @@ def prepare_database(origins: int, seed: int, cache: Path) -> str:
         except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):
             loaded = False
         if not loaded:
-            path = demo_document(origins, seed, cache)
-            print(f"loading {path.name} ...", flush=True)
-            with open(path, "rb") as stream:
-                print(load_counts_line(load_document(conn, stream)), flush=True)
+            for path in (demo_document(origins, seed, cache), twin_document(origins, seed, cache)):
+                print(f"loading {path.name} ...", flush=True)
+                with open(path, "rb") as stream:
+                    result = load_document(conn, stream)
+                print(load_counts_line(result), flush=True)
+                print(change_step_line(result), flush=True)
     return conninfo
 
 
@@ -63,13 +98,22 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
     assert row is not None
-    origin_id, address, network_id, total = row
-    return {"origin_id": origin_id, "address": address, "network_id": network_id, "total": total}
+    origin_id, address, network_id, total, changes, previous = row
+    return {
+        "origin_id": origin_id,
+        "address": address,
+        "network_id": network_id,
+        "total": total,
+        "changes": changes,
+        "previous": previous,
+    }
 
 
 def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(key, label, path) of every single URL the benchmark drives."""
     last_page = max(1, -(-int(targets["total"]) // 200))
+    changes_last = max(1, -(-int(targets["changes"]) // 50))
+    bans = "kind=changed&block=bans"
     flags = "governance_state=governed&transport=ota"
     last = f"limit=200&page={last_page}"
     network = urllib.parse.quote(str(targets["network_id"]), safe="")
@@ -85,6 +129,9 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("network", "network_id=<largest>", f"/registry/origins?network_id={network}"),
         ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
         ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
+        ("changes-first", "changes (first page, limit 50)", "/registry/changes"),
+        ("changes-bans", f"changes {bans}", f"/registry/changes?{bans}"),
+        ("changes-deep", "changes last page, limit=50", f"/registry/changes?page={changes_last}"),
         ("metrics", METRICS_LABEL, "/metrics"),
     ]  # fmt: skip
 
@@ -102,7 +149,8 @@ def public_urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 ROW_KEYS = (
     "ceiling", "ceiling-query", "summary", "registry-summary", "first-page", "limit-200",
-    "last-page", "flags", "search", "search-mix", "network", "by-id", "by-address", "metrics",
+    "last-page", "flags", "search", "search-mix", "network", "by-id", "by-address",
+    "changes-first", "changes-bans", "changes-deep", "metrics",
 )  # fmt: skip
 # A scrape is one request at a time (Prometheus never overlaps its own): that row runs at one
 # connection whatever --connections says, after every other row has filled the workers'

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                             )
                 if not args.only and not args.no_sweep:
                     sweep = full_sweep(server.base, token)
-            exports = run_exports(server, token, logs)
+            exports = run_exports(server, token, logs, targets["previous"])
             rss_after = worker_rss_mb(server)
         finally:
             server.stop()

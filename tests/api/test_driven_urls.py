@@ -27,7 +27,14 @@ def test_every_url_the_load_tests_drive_answers_200(
 def test_what_they_leave_out_is_what_nginx_does_not_pass_or_the_service_does_not_serve(
     client: Any, admin_headers: dict[str, str]
 ) -> None:
-    targets = {"total": 1, "network_id": "n", "origin_id": "o", "address": "1.1.1", "changes": 1}
+    targets = {
+        "total": 1,
+        "network_id": "n",
+        "origin_id": "o",
+        "address": "1.1.1",
+        "changes": 1,
+        "previous": None,
+    }
     left_out = {key: path for key, _, path in urls(targets)}
     for key, _, _ in public_urls(targets):
         left_out.pop(key)
