@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from schemas.export import NOT_IN_EXPORT, PAGING
+from schemas.export import PAGING, parse_export_query
 from schemas.origin import (
     INT32_MAX,
     EnvelopeSchema,
@@ -53,16 +53,7 @@ def parse_change_list_query(args: Mapping[str, list[str]]) -> dict[str, Any]:
 
 def parse_change_export_query(args: Mapping[str, list[str]]) -> dict[str, Any]:
     """kind, block and generation; page and limit are refused as in an origins export."""
-    refused = {name: [NOT_IN_EXPORT] for name in PAGING if name in args}
-    rest = {name: values for name, values in args.items() if name not in refused}
-    try:
-        filters: dict[str, Any] = CHANGE_EXPORT_QUERY.load(rest)
-    except ValidationError as error:
-        messages = error.messages if isinstance(error.messages, dict) else {}
-        raise ValidationError({**messages, **refused}) from None
-    if refused:
-        raise ValidationError(refused)
-    return filters
+    return parse_export_query(CHANGE_EXPORT_QUERY, args)
 
 
 def _count(description: str) -> fields.Integer:

@@ -165,6 +165,8 @@ def load_document(
         if parsed.problem_count:
             raise LoadRejected(parsed.problems, parsed.problem_count)
         changes: ChangeSet | None = None
+        generation: int | None = None
+        committed_at: datetime | None = None
         with _beside(conn, parsed.counts["origin"]) as beside, conn.transaction():
             statements.open_graph_next(conn)
             _copy_spools(conn, parsed, progress, beside)
@@ -194,31 +196,25 @@ def load_document(
             statements.record_load(conn, time.monotonic() - started, parsed.counts)
     finally:
         parsed.close()
-    if options.dry_run:
-        timings["total"] = time.monotonic() - started
-        return LoadResult(
-            parsed.counts,
-            parsed.lines,
-            time.monotonic() - started,
-            timings,
-            changes=changes,
-            dry_run=True,
-        )
-    progress.advance(1, step="drop retired generations")
-    statements.drop_retired_generations(conn, keep_generations)
-    statements.vacuum_graph(conn)
-    statements.record_generation_size(conn)
-    progress.advance(1)
+    kept: list[KeptGeneration] = []
+    if not options.dry_run:
+        progress.advance(1, step="drop retired generations")
+        statements.drop_retired_generations(conn, keep_generations)
+        statements.vacuum_graph(conn)
+        statements.record_generation_size(conn)
+        progress.advance(1)
+        kept = statements.kept_generations(conn)
     timings["total"] = time.monotonic() - started
     return LoadResult(
         parsed.counts,
         parsed.lines,
-        time.monotonic() - started,
+        timings["total"],
         timings,
         generation=generation,
         committed_at=committed_at,
-        kept=statements.kept_generations(conn),
+        kept=kept,
         changes=changes,
+        dry_run=options.dry_run,
     )
 
 
