@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 import psycopg
 
 from registry.database.queries import QUERIES
+from schemas.changes import BLOCKS, KINDS
 
-KINDS = ("added", "removed", "changed")
-BLOCKS = ("origin", "governance", "bans", "presentations")
 # A dry run names this many origins of each kind.
 FIRST_IDS = 10
 

@@ -51,9 +51,8 @@ from registry.loader.demo import (
     write_planned,
 )
 from registry.loader.progress import LoadProgress
+from schemas.changes import BLOCKS, KINDS
 
-KINDS = ("added", "removed", "changed")
-BLOCKS = ("origin", "governance", "bans", "presentations")
 # The governor of the edges the twin adds: no demo origin has it.
 TWIN_GOVERNOR = "svc:domain:twin-review-board"
 
