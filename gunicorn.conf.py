@@ -6,8 +6,10 @@ connections), sync workers served lookups at about 3,200 req/s with a p99 of 7 m
 gthread (2 or 3 processes of 4 or 8 threads) ranged from 1,200 to 2,700 req/s with p99s of
 14 to 22 ms: threads only contended for the GIL. nginx in front buffers slow clients,
 which is what sync workers need. Each worker has a pool of one connection (its one
-request at a time), opened after the fork. REGISTRY_WORKER_CLASS and REGISTRY_THREADS
-override the choice for an experiment.
+request at a time), opened after the fork. The sync worker used is gunicorn's own with one
+change (registry/gunicorn_worker.py): an answer's head goes out in the same write as its
+body, so a worker killed mid-request leaves nginx nothing or the whole of a small answer.
+REGISTRY_WORKER_CLASS and REGISTRY_THREADS override the choice for an experiment.
 """
 
 import json
@@ -23,7 +25,9 @@ from gunicorn import util
 
 bind = os.environ.get("REGISTRY_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("REGISTRY_WORKERS", multiprocessing.cpu_count() * 2 + 1))
-worker_class = os.environ.get("REGISTRY_WORKER_CLASS", "sync")
+worker_class = os.environ.get(
+    "REGISTRY_WORKER_CLASS", "registry.gunicorn_worker.OneWriteSyncWorker"
+)
 threads = int(os.environ.get("REGISTRY_THREADS", "1"))
 # A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
 # CSV) show one after each batch they write, so a long export runs as long as it moves,

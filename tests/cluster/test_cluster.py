@@ -262,22 +262,20 @@ def test_a_paused_standby_answers_neither_pinned_nor_stale_reads(cluster: Cluste
 
 
 def test_one_app_host_killed(cluster: Cluster):
-    """SIGKILL one gunicorn instance: nginx sends its requests to the other instance.
+    """SIGKILL one gunicorn instance under traffic: nginx sends its requests to the other
+    instance, and not one request fails.
 
-    A request whose answer the killed instance was already sending cannot be sent again
-    (nginx has passed part of it on): at most one per killed worker is cut short. Nothing
-    else fails.
+    A request the killed worker had not answered is retried by nginx (proxy_next_upstream);
+    one it had answered arrived whole, because the worker writes a small answer's head and
+    body in one write (registry/gunicorn_worker.py), so no head reaches nginx without its body.
     """
     wait_until_all_ok(cluster)
-    workers = len(cluster.apps[0].worker_pids())
     with Traffic(cluster) as traffic:
         time.sleep(1)
         cluster.kill_app(0)
         time.sleep(4)
     assert traffic.seen
-    failures = traffic.failures()
-    assert all(seen.answer.status == 0 for seen in failures), failures
-    assert len(failures) <= workers
+    assert traffic.failures() == []
     cluster.start_app(0)
     wait_until_all_ok(cluster)
 
