@@ -24,15 +24,21 @@ run: install
 stop: install
 	$(BIN)/registry db stop
 
-## make test: the whole suite (PostgreSQL from DATABASE_URL, else the embedded one)
+## make test: the whole suite (PostgreSQL from DATABASE_URL, else the embedded one), spread
+## over TEST_WORKERS processes (pytest-xdist; a test file stays in one process)
+TEST_WORKERS ?= auto
+PARALLEL = -n $(TEST_WORKERS) --dist loadfile
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PARALLEL)
 
-## make test-db: the tests whose outcome depends on the database server (queries, plans,
-## collation, the loader, the properties), for CI's second run on another server; the
-## end-to-end tests (gunicorn, nginx, Prometheus, the browser, packaging) run once, in make test
+## make test-db: the tests whose outcome depends on the database server, for CI's second run
+## on another one (PostgreSQL 15 with ICU): the properties (every read path against a model),
+## the loader, query plans, listing order and search, search memory and change sets. The rest
+## (the HTTP surface, auth, errors, end-to-end, the browser, packaging) runs once, in make test
+SERVER_TESTS = tests/properties tests/loader tests/api/test_query_plans.py \
+	tests/api/test_listing.py tests/api/test_search_memory.py tests/api/test_changes.py
 test-db: install
-	$(BIN)/python -m pytest -m "db and not e2e"
+	$(BIN)/python -m pytest $(PARALLEL) -m "db and not e2e" $(SERVER_TESTS)
 
 lint: install
 	$(BIN)/ruff check .

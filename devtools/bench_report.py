@@ -8,6 +8,8 @@ import platform
 from datetime import UTC, datetime
 from typing import Any
 
+from devtools.bench_targets import CEILING_QUERY_LABEL
+
 Row = tuple[str, int, dict[str, Any], dict[str, Any]]
 
 
@@ -36,23 +38,38 @@ def print_report(
     print("ratio: the URL's req/s over the ceiling's, measured just before it at the same")
     print("connections (a minimal Flask app answering a small JSON dict, same gunicorn.conf.py)")
     print()
+    print("to +query: the ratio over the ceiling + one query row's at the same connections,")
+    print("the most an answer that reads the database can reach (contract 7: every one does)")
+    print()
     print("CPU ms/req: CPU time of the gunicorn workers (app) and of the PostgreSQL backends")
     print("serving them (db) per request answered, and the ceiling's app figure; CPU ratio:")
     print("the ceiling's CPU per request over the service's (app + db), which the machine's")
     print("load hardly moves")
     print()
     print(
-        "| URL | conns | ratio | req/s | ceiling req/s | p50 ms | p99 ms "
+        "| URL | conns | ratio | to +query | req/s | ceiling req/s | p50 ms | p99 ms "
         "| app CPU ms/req | db CPU ms/req | ceiling CPU ms/req | CPU ratio | errors |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    query_ratio = {
+        connections: result["rps"] / ceiling["rps"]
+        for label, connections, result, ceiling in rows
+        if label == CEILING_QUERY_LABEL and ceiling["rps"]
+    }
     for label, connections, result, ceiling_result in rows:
         ceiling_rps = ceiling_result["rps"]
         ratio = f"{result['rps'] / ceiling_rps:.2f}" if ceiling_rps else "-"
+        over = query_ratio.get(connections)
+        to_query = (
+            f"{result['rps'] / ceiling_rps / over:.2f}"
+            if over and ceiling_rps and label != CEILING_QUERY_LABEL
+            else "-"
+        )
         app, db, base = result.get("app_ms"), result.get("db_ms"), ceiling_result.get("app_ms")
         cpu_ratio = f"{base / (app + db):.2f}" if app and db is not None and base else "-"
         print(
-            f"| {label} | {connections} | {ratio} | {result['rps']:.0f} | {ceiling_rps:.0f} "
+            f"| {label} | {connections} | {ratio} | {to_query} | {result['rps']:.0f} "
+            f"| {ceiling_rps:.0f} "
             f"| {_ms(result['p50'])} | {_ms(result['p99'])} | {_ms(app)} | {_ms(db)} "
             f"| {_ms(base)} | {cpu_ratio} | {result['errors'] or 'none'} |"
         )

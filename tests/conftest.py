@@ -58,6 +58,27 @@ def _release_dead_ports() -> Iterator[None]:
         _DEAD_PORTS.pop().close()
 
 
+_STARTED_EMBEDDED = pytest.StashKey[bool]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, start the embedded server once, before the workers: each worker
+    then finds it running and leaves it alone, and it is stopped when the whole run ends."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    settings = load_settings()
+    if settings.get("DATABASE_URL") or embedded_running(state_dir(settings)):
+        return
+    resolve_database_url(settings)
+    config.stash[_STARTED_EMBEDDED] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the embedded server pytest_configure started."""
+    if config.stash.get(_STARTED_EMBEDDED, False):
+        stop_embedded(state_dir(load_settings()))
+
+
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     """The PostgreSQL server the tests use: DATABASE_URL, else the embedded default, which

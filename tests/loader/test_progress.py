@@ -34,7 +34,13 @@ def run_on_terminal(arguments: list[str], env: dict[str, str]) -> tuple[int, lis
         stdout=terminal,
         stderr=terminal,
         cwd=ROOT,
-        env={**os.environ, "TERM": "xterm-256color", **env},
+        # The terminal's own size, not a COLUMNS or LINES inherited from the test runner
+        # (pytest-xdist's workers have them), which rich would prefer.
+        env={
+            **{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+            "TERM": "xterm-256color",
+            **env,
+        },
         close_fds=True,
     )
     os.close(terminal)
