@@ -1,10 +1,14 @@
-"""Shared fixtures: a real PostgreSQL (DATABASE_URL, else the embedded one), fresh databases
-per test run (dropped at the end), graphs loaded through the real loader, and real tokens."""
+"""Shared fixtures: a real PostgreSQL (DATABASE_URL, else an embedded one of the run's own),
+fresh databases per test run (dropped at the end), graphs loaded through the real loader, and
+real tokens."""
 
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import socket
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,10 +21,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from registry.database.conninfo import resolve_database_url, with_database
-from registry.database.embedded import embedded_running, stop_embedded
+from registry.database.conninfo import with_database
+from registry.database.embedded import embedded_database_url, stop_embedded
 from registry.loader.loading import LoadOptions, load_document
-from registry.settings import load_settings, state_dir
+from registry.settings import load_settings
 
 # The contract's worked example and its answers, kept with the tests.
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -58,36 +62,67 @@ def _release_dead_ports() -> Iterator[None]:
         _DEAD_PORTS.pop().close()
 
 
-_STARTED_EMBEDDED = pytest.StashKey[bool]()
+# With DATABASE_URL unset, a run has an embedded server of its own, in a folder it removes
+# at the end: it never touches the `.registry` server of `make run`, and, being thrown away,
+# it keeps no durability (fsync off). Each index a load builds otherwise waits for a flush
+# to disk, which made every database test about twice as slow. Under pytest-xdist the
+# controller starts it before the workers, which find its folder in this variable.
+RUN_SERVER_FOLDER = "REGISTRY_TEST_SERVER_FOLDER"
+_RUN_SERVER = pytest.StashKey[Path]()
+
+
+def start_run_server() -> Path:
+    """A new embedded server in a temporary folder, without durability; its folder."""
+    folder = Path(tempfile.mkdtemp(prefix="registry-test-server-"))
+    with psycopg.connect(embedded_database_url(folder), autocommit=True) as conn:
+        for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+        conn.execute("SELECT pg_reload_conf()")
+    return folder
+
+
+def stop_run_server(folder: Path) -> None:
+    """Stop the run's server and remove its folder."""
+    try:
+        stop_embedded(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, start the embedded server once, before the workers: each worker
-    then finds it running and leaves it alone, and it is stopped when the whole run ends."""
+    """Under pytest-xdist, start the run's server once, before the workers start."""
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
-    settings = load_settings()
-    if settings.get("DATABASE_URL") or embedded_running(state_dir(settings)):
+    if load_settings().get("DATABASE_URL"):
         return
-    resolve_database_url(settings)
-    config.stash[_STARTED_EMBEDDED] = True
+    folder = start_run_server()
+    os.environ[RUN_SERVER_FOLDER] = str(folder)
+    config.stash[_RUN_SERVER] = folder
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the embedded server pytest_configure started."""
-    if config.stash.get(_STARTED_EMBEDDED, False):
-        stop_embedded(state_dir(load_settings()))
+    """Stop the server pytest_configure started."""
+    folder = config.stash.get(_RUN_SERVER, None)
+    if folder is not None:
+        stop_run_server(folder)
 
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    """The PostgreSQL server the tests use: DATABASE_URL, else the embedded default, which
-    is stopped again at the end when this run started it (as `make run` does)."""
+    """The PostgreSQL server the tests use: DATABASE_URL, else the run's own embedded one."""
     settings = load_settings()
-    started = not settings.get("DATABASE_URL") and not embedded_running(state_dir(settings))
-    yield resolve_database_url(settings)
-    if started:
-        stop_embedded(state_dir(settings))
+    if settings.get("DATABASE_URL"):
+        yield str(settings["DATABASE_URL"])
+        return
+    shared = os.environ.get(RUN_SERVER_FOLDER)
+    if shared:
+        yield embedded_database_url(Path(shared))
+        return
+    folder = start_run_server()
+    try:
+        yield embedded_database_url(folder)
+    finally:
+        stop_run_server(folder)
 
 
 @pytest.fixture(scope="session")

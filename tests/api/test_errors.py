@@ -409,11 +409,12 @@ def unreachable_api(
     api_app_factory: Callable[..., Flask],
     api_conformance: OpenApiConformance,
     admin_headers: dict[str, str],
-) -> CheckedClient:
+) -> Iterator[CheckedClient]:
     """An app whose DATABASE_URL points at a loopback port with nothing listening."""
     conninfo = f"postgresql://postgres@127.0.0.1:{dead_port()}/registry"
     app = api_app_factory(conninfo, REGISTRY_RETRY_AFTER_S=7, **FAST_FAILURE)
-    return CheckedClient(app.test_client(), api_conformance, admin_headers)
+    yield CheckedClient(app.test_client(), api_conformance, admin_headers)
+    app.extensions["registry_db"].close()
 
 
 def assert_unavailable(response: Any, retry_after: str) -> None:

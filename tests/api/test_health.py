@@ -38,9 +38,12 @@ def assert_not_ready(response: Any, reason_part: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def unreachable_app(api_app_factory: Callable[..., Flask]) -> Flask:
-    """An app whose database address has nothing listening."""
-    return api_app_factory(f"postgresql://postgres@127.0.0.1:{dead_port()}/x", **FAST_FAILURE)
+def unreachable_app(api_app_factory: Callable[..., Flask]) -> Iterator[Flask]:
+    """An app whose database address has nothing listening (its pool closed after the module:
+    no connection attempt of it outlives the tests that use it)."""
+    app = api_app_factory(f"postgresql://postgres@127.0.0.1:{dead_port()}/x", **FAST_FAILURE)
+    yield app
+    app.extensions["registry_db"].close()
 
 
 def test_healthz_is_public_json(client: Any):

@@ -123,10 +123,13 @@ def test_token_rejections_are_counted_by_reason(auth_app: Flask, claims, header,
 
 
 def test_unavailable_answers_are_counted_by_cause(
-    api_app_factory: Callable[..., Flask], database_factory: Callable[[], str]
+    api_app_factory: Callable[..., Flask],
+    database_factory: Callable[[], str],
+    request: pytest.FixtureRequest,
 ):
     """503s by cause: a database that is down, and one with no graph loaded."""
     down = api_app_factory(f"postgresql://postgres@127.0.0.1:{dead_port()}/registry")
+    request.addfinalizer(down.extensions["registry_db"].close)
     client = down.test_client()
     before = samples(client)
     for _ in range(3):

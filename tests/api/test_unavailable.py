@@ -19,7 +19,9 @@ ADMIN = {"Authorization": f"Bearer {make_token()}"}
 
 
 def test_requests_fail_fast_while_the_database_is_unreachable(
-    api_app_factory: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch
+    api_app_factory: Callable[..., Flask],
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ):
     """The first request finds the database gone and the next one probes it; the following
     ones are 503 without asking the pool at all until the probe interval has passed; then
@@ -31,6 +33,7 @@ def test_requests_fail_fast_while_the_database_is_unreachable(
     )
     client = app.test_client()
     database = app.extensions["registry_db"]
+    request.addfinalizer(database.close)
 
     def unavailable(path: str) -> None:
         response = client.get(path, headers=ADMIN)
