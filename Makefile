@@ -24,7 +24,8 @@ run: install
 stop: install
 	$(BIN)/registry db stop
 
-## make test: the whole suite (PostgreSQL from DATABASE_URL, else the embedded one), spread
+## make test: the whole suite (PostgreSQL from DATABASE_URL, else an embedded one of the run's
+## own, removed at the end), spread
 ## over TEST_WORKERS processes (pytest-xdist; a test file stays in one process)
 TEST_WORKERS ?= auto
 PARALLEL = -n $(TEST_WORKERS) --dist loadfile
