@@ -7,8 +7,9 @@ URLs through nginx (public_urls).
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import psycopg
 from psycopg import sql
@@ -21,17 +22,25 @@ from registry.loader.loading import GRAPH_FORMAT, LoadResult, load_counts_line, 
 from registry.settings import load_settings
 
 
-def demo_document(origins: int, seed: int, cache: Path) -> Path:
-    """The demo graph document of this size, generated once into the cache folder."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"demo-{origins}-{seed}.jsonl"
+def _generated_once(path: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """path, written by write() the first time (through a .partial file, so an interrupted
+    run leaves nothing that looks complete)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         print(f"generating {path.name} ...", flush=True)
         partial = path.with_suffix(".partial")
         with open(partial, "wb") as out:
-            write_demo_document(out, origins=origins, seed=seed)
+            write(out)
         partial.rename(path)
     return path
+
+
+def demo_document(origins: int, seed: int, cache: Path) -> Path:
+    """The demo graph document of this size, generated once into the cache folder."""
+    return _generated_once(
+        cache / f"demo-{origins}-{seed}.jsonl",
+        lambda out: write_demo_document(out, origins=origins, seed=seed),
+    )
 
 
 # The share of the demo's origins its twin changes (registry demo --changes): the bench graph
@@ -42,15 +51,10 @@ TWIN_FRACTION = 0.01
 
 def twin_document(origins: int, seed: int, cache: Path, fraction: float = TWIN_FRACTION) -> Path:
     """The demo's changed twin (registry demo --changes fraction), generated once."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"twin-{origins}-{seed}-{fraction}.jsonl"
-    if not path.exists():
-        print(f"generating {path.name} ...", flush=True)
-        partial = path.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            write_twin_document(out, origins=origins, seed=seed, fraction=fraction)
-        partial.rename(path)
-    return path
+    return _generated_once(
+        cache / f"twin-{origins}-{seed}-{fraction}.jsonl",
+        lambda out: write_twin_document(out, origins=origins, seed=seed, fraction=fraction),
+    )
 
 
 def change_step_line(result: LoadResult) -> str:
