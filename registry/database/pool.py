@@ -70,6 +70,18 @@ def has_generation(conn: psycopg.Connection, generation: int) -> bool:
     return newest is not None and newest.generation >= generation
 
 
+def is_cut_off(conn: psycopg.Connection) -> bool:
+    """Whether a connection given back was left in the middle of an exchange.
+
+    psycopg ends every exchange that merely fails (the connection is then idle, or in a failed
+    transaction); one left busy was cut off mid-way. Through PgBouncer that is how a stopped
+    server shows: the pooler keeps the client's socket open, so psycopg has not seen the
+    connection break, but the request's pipeline (begin, settings) is left aborted and busy.
+    """
+    status = conn.info.transaction_status
+    return status in (psycopg.pq.TransactionStatus.ACTIVE, psycopg.pq.TransactionStatus.UNKNOWN)
+
+
 def is_standby(conn: psycopg.Connection) -> bool:
     """Whether the server is a hot standby (PostgreSQL 14+ reports it at login; no query)."""
     return conn.info.parameter_status("in_hot_standby") == "on"
@@ -355,7 +367,7 @@ class Database:
         self._last_used[conn] = time.monotonic()
         if self._per_request_settings and not conn.broken:
             self._end_request(conn)
-        if conn.broken and self._multi_host:
+        if self._multi_host and (conn.broken or is_cut_off(conn)):
             # Its host failed (stopped, or its pooler gave up waiting for the server): the
             # pool's other connections to it would each fail a request the same way, so
             # they are replaced now, and new ones go to the other hosts (SUSPECT_S).

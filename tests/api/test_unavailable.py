@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import SimpleNamespace
 
+import psycopg
 import pytest
 from flask import Flask
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from registry.database import hosts
 from registry.database import pool as pool_module
 from tests.conftest import dead_port, make_token
 
@@ -54,3 +57,32 @@ def test_requests_fail_fast_while_the_database_is_unreachable(
     unavailable("/registry/origins")  # ... and this one does not
     assert database.pool.get_stats()["requests_num"] == asked + 1
     assert database.unreachable
+
+
+def test_a_connection_cut_off_mid_exchange_leaves_its_host_out(
+    api_app_factory: Callable[..., Flask], example_db: str, request: pytest.FixtureRequest
+):
+    """With several hosts, a connection given back busy in the middle of an exchange (how a
+    server stopped behind PgBouncer shows: the pooler keeps the socket open) leaves its host
+    out of new connections, as a broken one does; one whose statement merely failed does not.
+    """
+    params = conninfo_to_dict(example_db)
+    host, port = str(params.get("host") or "127.0.0.1"), str(params.get("port") or "5432")
+    # The test's server, and a second host that refuses: several hosts, one answering.
+    params.update(host=f"{host},127.0.0.1", port=f"{port},{dead_port()}")
+    params["load_balance_hosts"] = "disable"  # the answering one first, every time
+    database = api_app_factory(make_conninfo("", **params)).extensions["registry_db"]
+    request.addfinalizer(lambda: hosts._suspects.clear())
+
+    failed = database.getconn()
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        failed.execute("SELECT 1 / 0")
+    database.putconn(failed)
+    assert not hosts._suspects  # a statement that failed says nothing about the host
+
+    cut_off = database.getconn()
+    cut_off.pgconn.send_query(b"SELECT 1")  # sent, its answer never read: the exchange is open
+    assert not cut_off.broken
+    assert (cut_off.info.host, cut_off.info.port) == (host, int(port))
+    database.putconn(cut_off)
+    assert list(hosts._suspects) == [(host, port)]
