@@ -134,8 +134,13 @@ def child_exit(server, worker):
     # to PROMETHEUS_MULTIPROC_DIR.
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(worker.pid)
-    _fold_dead_worker_counts(worker.pid)
+    # An exception here would end gunicorn's main loop, master and all: log it instead (the
+    # dead worker's counts are then missing from the figures, and its files stay).
+    try:
+        multiprocess.mark_process_dead(worker.pid)
+        _fold_dead_worker_counts(worker.pid)
+    except Exception:
+        server.log.exception("could not fold the metrics files of worker %s", worker.pid)
 
 
 def _fold_dead_worker_counts(pid):
@@ -150,6 +155,8 @@ def _fold_dead_worker_counts(pid):
 
     from prometheus_client.mmap_dict import MmapedDict
 
+    from registry.api.metrics_files import file_values
+
     folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     with open(folder / METRICS_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -159,7 +166,7 @@ def _fold_dead_worker_counts(pid):
                 continue
             archive = MmapedDict(str(folder / f"{kind}_archive.db"))
             try:
-                for key, value, timestamp, _ in MmapedDict.read_all_values_from_file(str(dead)):
+                for key, value, timestamp, _ in file_values(str(dead)):
                     current, _ = archive.read_value(key)
                     archive.write_value(key, current + value, timestamp)
             finally:

@@ -16,6 +16,7 @@ import json
 import math
 import os
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from prometheus_client.mmap_dict import MmapedDict
@@ -72,6 +73,25 @@ def _help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
 
+def file_values(path: str) -> Iterable[tuple[str, float, float, int]]:
+    """Every (key, value, timestamp, position) of one worker's file, read with the library's
+    reader; none from a file that is not set up yet or is gone.
+
+    The library creates a file empty, then sizes it and writes its header: a scrape, or a
+    worker killed in between, finds it empty, which the library's reader cannot read (and in
+    the master's child_exit hook that took gunicorn itself down). A dead worker's live gauge
+    files are removed by the library without the scrapes' lock.
+    """
+    try:
+        if os.path.getsize(path) < 8:  # the header: how many bytes are in use
+            return []
+        values: Iterable[tuple[str, float, float, int]]
+        values = MmapedDict.read_all_values_from_file(path)
+        return values
+    except FileNotFoundError:
+        return []
+
+
 def merged_text(folder: str) -> bytes:
     """Every worker's figures in folder, summed, as Prometheus text format 0.0.4."""
     totals: dict[str, float] = defaultdict(float)
@@ -80,7 +100,7 @@ def merged_text(folder: str) -> bytes:
         kind = os.path.basename(path).split("_", 1)[0]
         if kind not in KINDS:
             continue
-        for key, value, _timestamp, _position in MmapedDict.read_all_values_from_file(path):
+        for key, value, _timestamp, _position in file_values(path):
             totals[key] += value
             kinds[key] = kind
     metrics: dict[str, list[tuple[_Key, float]]] = defaultdict(list)

@@ -105,9 +105,10 @@ def test_ctrl_c_stops_the_embedded_server_serve_started(tmp_path: Path, running_
         wait_for_200(f"http://127.0.0.1:{port}/healthz", server)
         assert embedded_running(state)
         os.kill(server.pid, signal.SIGINT)
-        assert server.wait(120) == 0
+        code = server.wait(120)
         assert server.stdout is not None
         said = server.stdout.read()
+        assert code == 0, said
         assert embedded_running(state) is running_before
         assert ("stopped the embedded PostgreSQL" in said) is not running_before
     finally:
