@@ -72,7 +72,8 @@ def test_a_connection_cut_off_mid_exchange_leaves_its_host_out(
     params.update(host=f"{host},127.0.0.1", port=f"{port},{dead_port()}")
     params["load_balance_hosts"] = "disable"  # the answering one first, every time
     database = api_app_factory(make_conninfo("", **params)).extensions["registry_db"]
-    request.addfinalizer(lambda: hosts._suspects.clear())
+    request.addfinalizer(hosts._suspects.clear)
+    request.addfinalizer(database.close)  # its pool would go on trying the refusing host
 
     failed = database.getconn()
     with pytest.raises(psycopg.errors.DivisionByZero):
