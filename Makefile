@@ -25,10 +25,10 @@ stop: install
 	$(BIN)/registry db stop
 
 ## make test: the whole suite (PostgreSQL from DATABASE_URL, else an embedded one of the run's
-## own, removed at the end), spread
-## over TEST_WORKERS processes (pytest-xdist; a test file stays in one process)
+## own, removed at the end), spread over TEST_WORKERS processes (pytest-xdist; a test file
+## stays in one process; files in the order tests/conftest.py gives them, longest first)
 TEST_WORKERS ?= auto
-PARALLEL = -n $(TEST_WORKERS) --dist loadfile
+PARALLEL = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: install
 	$(BIN)/python -m pytest $(PARALLEL)
 
