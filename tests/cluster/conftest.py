@@ -23,6 +23,7 @@ import psycopg
 import pytest
 
 from devtools.cluster import READER, SUPERUSER, Cluster, start_cluster
+from devtools.cluster_parts import PostgresServer
 from tests.conftest import FIXTURES
 from tests.e2e.raw_http import Answer, request
 
@@ -185,3 +186,33 @@ def wait_until_reads_on_standby(cluster: Cluster, limit_s: float = 60) -> None:
         assert time.monotonic() < deadline, "reads stayed on the primary"
         wait_until_all_ok(cluster)
         time.sleep(0.5)
+
+
+def schema_on(server: PostgresServer, schema: str) -> bool:
+    """Whether one server's database has this schema (a generation's graph_g<n>)."""
+    with server.connect() as conn:
+        row = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (schema,)).fetchone()
+    assert row is not None
+    return bool(row[0])
+
+
+def wait_until_replay_waits_on_a_lock(standby: PostgresServer, limit_s: float = 60) -> None:
+    """Wait until the standby's startup process (its WAL replay) waits on a lock that a
+    reader holds, as it does on a drop of tables an open transaction reads."""
+    deadline = time.monotonic() + limit_s
+    while replay_lock_wait_s(standby) is None:
+        assert time.monotonic() < deadline, "replay never waited on a lock"
+        time.sleep(0.2)
+
+
+def replay_lock_wait_s(standby: PostgresServer) -> float | None:
+    """How long the standby's replay has been waiting for a lock, by the standby's clock;
+    None when it is not waiting on one."""
+    with standby.connect() as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM now() - min(l.waitstart))::float8"
+            " FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+            " WHERE a.backend_type = 'startup' AND a.wait_event_type = 'Lock'"
+            " AND NOT l.granted"
+        ).fetchone()
+    return None if row is None or row[0] is None else float(row[0])

@@ -19,6 +19,7 @@ import pytest
 from devtools.cluster import READER, Cluster
 from devtools.cluster_parts import PgBouncer, PostgresServer
 from devtools.production_stack import free_port
+from registry.database.generations import schema_name
 from registry.database.pool import Database
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
@@ -28,8 +29,11 @@ from tests.cluster.conftest import (
     Traffic,
     assert_failures_are_unavailable,
     readers_on,
+    replay_lock_wait_s,
+    schema_on,
     wait_until_all_ok,
     wait_until_reads_on_standby,
+    wait_until_replay_waits_on_a_lock,
 )
 from tests.conftest import FIXTURES, TEST_SECRET, make_token
 from tests.e2e.raw_http import request
@@ -370,15 +374,21 @@ def test_primary_stopped(cluster: Cluster):
 # Enough origins (about 13 MB of NDJSON) that the export outgrows every buffer between the
 # worker and a slow reader, so its transaction stays open on the standby.
 EXPORT_ORIGINS = 15_000
+# PostgreSQL's max_standby_streaming_delay unless set: how long replay waits for a read in
+# its way before cancelling it.
+DEFAULT_STANDBY_DELAY_S = 30
 
 
 def test_loads_during_an_export_on_the_standby_do_not_cut_it(cluster: Cluster):
     """An export streaming from the standby to a slow reader while two loads commit on the
     primary (its generation leaves retention): the primary drops it, and the standby's
-    replay of that drop waits for the export, which ends complete on its generation."""
+    replay of that drop waits for the export (the schema stays there, the startup process
+    waits on a lock), which reads slowly for as long as the loads run and ends complete on
+    its generation; once it has ended, the standby replays the drop."""
     document = cluster.folder / "export-demo.jsonl"
     with open(document, "wb") as out:
         write_demo_document(out, EXPORT_ORIGINS, 5)
+    client: SlowClient | None = None
     try:
         assert cluster.load(document).returncode == 0
         cluster.wait_for_replay()
@@ -388,19 +398,40 @@ def test_loads_during_an_export_on_the_standby_do_not_cut_it(cluster: Cluster):
         client = SlowClient(app.port, "/registry/origins", headers)
         assert client.status == 200
         assert client.head["registry-total"] == str(EXPORT_ORIGINS)
+        exported = schema_name(int(client.head["registry-generation"]))
         client.read_for(1)
         # The export's transaction is on the standby, waiting on its reader.
         assert exports_waiting_on(cluster.standby) == 1
-        reader = threading.Thread(target=client.read_for, args=(25,))
+        loading = threading.Event()
+        loading.set()
+        reader = threading.Thread(target=client.read_while, args=(loading.is_set,))
         reader.start()
-        for _ in range(2):
-            assert cluster.load(document).returncode == 0
-        reader.join()
+        try:
+            for _ in range(2):
+                assert cluster.load(document).returncode == 0
+            assert not schema_on(cluster.primary, exported)
+            wait_until_replay_waits_on_a_lock(cluster.standby)
+            assert schema_on(cluster.standby, exported)
+            # Past PostgreSQL's default grace before it cancels a read in replay's way: the
+            # export is not cut, however long it holds replay back.
+            while (waited := replay_lock_wait_s(cluster.standby)) is not None:
+                if waited > DEFAULT_STANDBY_DELAY_S + 5 or not reader.is_alive():
+                    break
+                time.sleep(1)
+            assert waited is not None, "replay stopped waiting while the export was open"
+            assert schema_on(cluster.standby, exported)
+            assert reader.is_alive(), "the export ended while replay waited for it"
+        finally:
+            loading.clear()
+            reader.join()
         body = client.read_rest()
         assert body.complete
         assert len(body.lines()) == EXPORT_ORIGINS
         cluster.wait_for_replay()
+        assert not schema_on(cluster.standby, exported)
     finally:
+        if client is not None and client.sock.fileno() != -1:
+            client.reset()  # a failed run's export ends, so replay can catch up
         assert cluster.load(FIXTURES / "small-graph.jsonl").returncode == 0
         cluster.wait_for_replay()
 

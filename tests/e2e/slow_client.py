@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # A small receive window: what the server can push ahead of the reader is bounded by the
@@ -86,8 +87,14 @@ class SlowClient:
     def read_for(self, seconds: float, rate: int = SLOW_RATE) -> None:
         """Read at about rate bytes a second for this long (the server may close sooner)."""
         started = time.monotonic()
+        self.read_while(lambda: time.monotonic() - started < seconds, rate)
+
+    def read_while(self, going: Callable[[], bool], rate: int = SLOW_RATE) -> None:
+        """Read at about rate bytes a second for as long as going() says (the server may
+        close sooner)."""
+        started = time.monotonic()
         taken = 0
-        while time.monotonic() - started < seconds:
+        while going():
             chunk = self.sock.recv(1024)
             if not chunk:
                 return
