@@ -23,9 +23,11 @@ DEMO = "100"
 
 
 def serve(env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
-    """`registry serve --dev` with a small demo, its output read by the test."""
+    """`registry serve --dev` (with a small demo unless extra says otherwise), its output
+    read by the test."""
+    demo = [] if "--demo-origins" in extra else ["--demo-origins", DEMO]
     return subprocess.Popen(
-        [sys.executable, "-m", "registry.cli", "serve", "--dev", "--demo-origins", DEMO, *extra],
+        [sys.executable, "-m", "registry.cli", "serve", "--dev", *demo, *extra],
         cwd=ROOT,
         env={**env, "REGISTRY_WORKERS": "1"},
         stdout=subprocess.PIPE,
@@ -72,17 +74,20 @@ def test_serve_listens_where_registry_bind_says_and_its_demo_is_generation_1(
         REGISTRY_STATE_DIR=str(tmp_path / "state"),
         REGISTRY_BIND=f"127.0.0.1:{port}",
     )
-    server = serve(env)
+    # The demo's size as `make run` loads it (10,000), so that its twin adds and removes.
+    server = serve(env, "--demo-origins", "10000")
     try:
         printed = printed_until(server, "/registry/origins?limit=2")
         assert f"The Broadcast Registry API is starting on http://127.0.0.1:{port}" in printed
         wait_for_200(f"http://127.0.0.1:{port}/healthz", server)
         with psycopg.connect(conninfo, autocommit=True) as conn:
             kept = conn.execute(
-                "SELECT generation, origins FROM registry_meta.generations ORDER BY generation"
+                "SELECT generation, origins, added, removed, changed"
+                " FROM registry_meta.generations ORDER BY generation"
             ).fetchall()
-        # 2 % of 100 origins: two changed, none added or removed
-        assert kept == [(1, int(DEMO)), (2, int(DEMO))]
+        # The first load adds every origin; its twin changes 2 % of them, as the README says:
+        # 50 added, 50 removed, 100 changed.
+        assert kept == [(1, 10_000, 10_000, 0, 0), (2, 10_000, 50, 50, 100)]
     finally:
         stop(server)
         if server.stdout is not None:
