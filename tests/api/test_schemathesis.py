@@ -5,21 +5,27 @@ answers of every kind. Neither may find anything."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+import psycopg
 import pytest
 import requests
 from openapi_core import Config, OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
 from devtools.production_stack import Gunicorn, start_gunicorn
+from registry.loader.demo import write_demo_document
+from registry.loader.demo_twin import write_twin_document
+from registry.loader.loading import load_document
 from tests.conftest import TEST_SECRET, make_token
+from tests.e2e.slow_client import SlowClient
 
 pytestmark = pytest.mark.e2e
 
@@ -118,6 +124,17 @@ ANSWERS: list[tuple[str, dict[str, str], int]] = [
     ("/registry/addresses/9.10.3", ADMIN, 200),
     ("/registry/addresses/9.9.9", ADMIN, 404),
     ("/registry/addresses/9.10.3?generation=9223372036854775807", ADMIN, 404),
+    ("/registry/changes", ADMIN, 200),
+    ("/registry/changes?kind=added&limit=2&page=2&generation=1", ADMIN, 200),
+    ("/registry/changes?kind=removed", ADMIN, 200),
+    ("/registry/changes?block=bans&kind=added", ADMIN, 400),
+    ("/registry/changes?generation=7", ADMIN, 404),
+    ("/registry/changes", {**ADMIN, **NDJSON}, 200),
+    ("/registry/changes?kind=added", {**ADMIN, **CSV}, 200),
+    ("/registry/changes", {**ADMIN, "Accept": "image/png"}, 406),
+    ("/registry/generations", ADMIN, 200),
+    ("/registry/generations?generation=1", ADMIN, 200),
+    ("/registry/generations?generation=7", ADMIN, 404),
 ]
 
 
@@ -131,10 +148,15 @@ def published(served_example: str) -> OpenAPI:
     """openapi-core over the document exactly as the service publishes it, told how to read
     the two export media types it has no decoder for (it would hand their raw bytes to the
     schema): CSV is text, and an NDJSON line is JSON."""
+    return published_by(served_example)
+
+
+def published_by(base: str) -> OpenAPI:
+    """openapi-core over the document the service at base publishes (naming base)."""
     config = Config(
         extra_media_type_deserializers={"text/csv": csv_text, "application/x-ndjson": orjson.loads}
     )
-    document = requests.get(f"{served_example}/openapi.json", timeout=10).json()
+    document = requests.get(f"{base}/openapi.json", timeout=10).json()
     return OpenAPI.from_dict(document, config=config)
 
 
@@ -191,3 +213,107 @@ def test_openapi_core_validates_a_sweep_and_its_304s(served_example: str, publis
         repeat = requests.get(page.url, headers=again, timeout=10)
         assert repeat.status_code == 304
         validated(published, repeat)
+
+
+# A demo graph whose export outgrows the buffers between a worker and a client that does not
+# read (about 1.8 MB of NDJSON), so that one held export keeps its slot.
+HISTORY_ORIGINS = 2_000
+
+
+@pytest.fixture(scope="module")
+def served_history(
+    database_factory: Callable[[], str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gunicorn]:
+    """The real app (2 workers, one export at a time) over the demo graph (generation 1) and
+    then its changed twin (generation 2) with one generation kept: generation 2's changes
+    hold every kind and block, and generation 1 is gone."""
+    conninfo = database_factory()
+    for write in (write_demo_document, write_twin_document):
+        spool = io.BytesIO()
+        write(spool, HISTORY_ORIGINS, 1)
+        spool.seek(0)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            load_document(conn, spool, keep_generations=1)
+    log = tmp_path_factory.mktemp("history") / "gunicorn.log"
+    server = start_gunicorn(
+        {"DATABASE_URL": conninfo, "REGISTRY_JWT_SECRET": TEST_SECRET, "REGISTRY_MAX_EXPORTS": "1"},
+        log,
+        workers=2,
+    )
+    try:
+        yield server
+    finally:
+        output = server.stop()
+    assert "Traceback" not in output, output
+
+
+@pytest.fixture(scope="module")
+def history_published(served_history: Gunicorn) -> OpenAPI:
+    """openapi-core over the document as the instance over the demo's history publishes it."""
+    return published_by(served_history.base)
+
+
+# Real answers over a generation with changes of every kind, and one no longer kept.
+HISTORY_ANSWERS: list[tuple[str, dict[str, str], int]] = [
+    ("/registry/changes", ADMIN, 200),
+    ("/registry/changes?kind=changed&block=bans&limit=3", ADMIN, 200),
+    ("/registry/changes?kind=changed&block=origin&generation=2", ADMIN, 200),
+    ("/registry/changes?kind=removed&limit=2&page=2", ADMIN, 200),
+    ("/registry/changes?block=presentations", {**ADMIN, **NDJSON}, 200),
+    ("/registry/changes", {**ADMIN, **CSV}, 200),
+    ("/registry/changes?generation=1", ADMIN, 410),
+    ("/registry/changes?generation=1", {**ADMIN, **NDJSON}, 410),
+    ("/registry/changes?generation=3", ADMIN, 404),
+    ("/registry/changes?limit=2", {**ADMIN, **NDJSON}, 400),
+    ("/registry/generations", ADMIN, 200),
+    ("/registry/generations?generation=1", ADMIN, 410),
+    ("/registry/generations?generation=3", ADMIN, 404),
+    ("/registry/summary?generation=1", ADMIN, 410),
+    ("/registry/origins?generation=1", ADMIN, 410),
+    ("/registry/origins?generation=1", {**ADMIN, **CSV}, 410),
+    ("/registry/addresses/9.10.3?generation=1", ADMIN, 410),
+]
+
+
+@pytest.mark.parametrize(("target", "headers", "status"), HISTORY_ANSWERS)
+def test_openapi_core_validates_changes_and_generations_gone(
+    served_history: Gunicorn,
+    history_published: OpenAPI,
+    target: str,
+    headers: dict[str, str],
+    status: int,
+):
+    """Changes of every kind, their exports, and the 404s and 410s of a generation never
+    produced or no longer kept, checked by openapi-core."""
+    response = requests.get(served_history.base + target, headers=headers, timeout=10)
+    assert response.status_code == status, response.text
+    validated(history_published, response)
+    if status == 200:
+        # Something to validate: changes or generations, not an empty list.
+        if response.headers["Content-Type"].startswith("application/json"):
+            body = response.json()
+            assert body.get("changes", body.get("generations")), body
+        else:
+            assert response.content.count(b"\n") > 1, response.text
+
+
+def test_openapi_core_validates_the_503_past_the_export_limit(
+    served_history: Gunicorn, history_published: OpenAPI
+):
+    """With the instance's one export slot held by a client that does not read, an export of
+    origins or of changes is the 503 the document describes; the held export then ends whole."""
+    held = SlowClient(served_history.port, "/registry/origins", {**ADMIN, **NDJSON})
+    try:
+        assert held.status == 200
+        for target in ("/registry/origins", "/registry/changes"):
+            for accept in (NDJSON, CSV):
+                response = requests.get(
+                    served_history.base + target, headers={**ADMIN, **accept}, timeout=10
+                )
+                assert response.status_code == 503, response.text
+                assert "REGISTRY_MAX_EXPORTS" in response.json()["message"]
+                validated(history_published, response)
+        body = held.read_rest()
+    finally:
+        held.sock.close()
+    assert body.complete and len(body.lines()) == int(held.head["registry-total"])
