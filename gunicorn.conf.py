@@ -65,10 +65,11 @@ _DEFAULT_METRICS_DIR = (
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_DEFAULT_METRICS_DIR))
 
 # A worker holds at most one connection per thread at a time; the pool needs no more.
-# Exports (contract 11): at most half of the instance's request slots stream at once (at
-# least one), counted across the workers through the locks of one file of this instance's
-# own (registry/api/export_slots.py), so the other half always answers pages.
-max_exports = os.environ.get("REGISTRY_MAX_EXPORTS") or max(1, workers * threads // 2)
+# Exports (contract 11): at most half of the instance's workers stream at once (at least
+# one), counted across the workers through the locks of one file of this instance's own
+# (registry/api/export_slots.py), so at least half of the workers always answer pages.
+# Threads do not raise the limit: a worker's threads share one GIL (see above).
+max_exports = os.environ.get("REGISTRY_MAX_EXPORTS") or max(1, workers // 2)
 raw_env = [
     f"REGISTRY_POOL_MAX_SIZE={os.environ.get('REGISTRY_POOL_MAX_SIZE', threads)}",
     f"REGISTRY_MAX_EXPORTS={max_exports}",
