@@ -6,9 +6,10 @@
 -- The carriages are counted per origin first and reviewed is applied per origin afterwards,
 -- not by joining 5 million carriages to their origins: a parallel plan computes this
 -- aggregate once in every participant, so the join was paid three times over.
--- combo packs every flag filter into one small integer (registry.repository.matching_combos reads it):
--- governed 1, allocated 2, published 4, held 8, transports shifted left by 4 (in
--- parentheses: PostgreSQL gives | and << the same precedence).
+-- combo packs every flag filter into one small integer (matching_combos of
+-- registry/database/repository.py reads it): governed 1, allocated 2, published 4, held 8,
+-- transports shifted left by 4 (in parentheses: PostgreSQL gives | and << the same
+-- precedence).
 CREATE TABLE origin_rows AS
 WITH edge_counts AS (
     SELECT origin_id, (count(*) FILTER (WHERE active))::integer AS active_edges
