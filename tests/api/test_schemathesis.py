@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,6 +254,21 @@ def history_published(served_history: Gunicorn) -> OpenAPI:
     return published_by(served_history.base)
 
 
+def wait_until_no_export(server: Gunicorn, seconds: float = 30) -> None:
+    """Wait until the instance streams no export: a worker gives its slot back just after
+    the last chunk, so a client that has read a whole export may be a moment ahead of it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        text = requests.get(f"{server.base}/metrics", timeout=10).text
+        flying = [
+            line for line in text.splitlines() if line.startswith("registry_exports_in_flight ")
+        ]
+        if not flying or float(flying[0].split()[-1]) == 0:
+            return
+        assert time.monotonic() < deadline, flying
+        time.sleep(0.05)
+
+
 # Real answers over a generation with changes of every kind, and one no longer kept.
 HISTORY_ANSWERS: list[tuple[str, dict[str, str], int]] = [
     ("/registry/changes", ADMIN, 200),
@@ -285,6 +301,7 @@ def test_openapi_core_validates_changes_and_generations_gone(
 ):
     """Changes of every kind, their exports, and the 404s and 410s of a generation never
     produced or no longer kept, checked by openapi-core."""
+    wait_until_no_export(served_history)  # the one export slot is free
     response = requests.get(served_history.base + target, headers=headers, timeout=10)
     assert response.status_code == status, response.text
     validated(history_published, response)
@@ -302,6 +319,7 @@ def test_openapi_core_validates_the_503_past_the_export_limit(
 ):
     """With the instance's one export slot held by a client that does not read, an export of
     origins or of changes is the 503 the document describes; the held export then ends whole."""
+    wait_until_no_export(served_history)
     held = SlowClient(served_history.port, "/registry/origins", {**ADMIN, **NDJSON})
     try:
         assert held.status == 200
@@ -317,3 +335,4 @@ def test_openapi_core_validates_the_503_past_the_export_limit(
     finally:
         held.sock.close()
     assert body.complete and len(body.lines()) == int(held.head["registry-total"])
+    wait_until_no_export(served_history)
