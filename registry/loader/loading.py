@@ -26,7 +26,7 @@ import psycopg
 
 from registry.database.migrations import apply_migrations
 from registry.database.queries import QUERIES
-from registry.loader import statements
+from registry.loader import statements, visibility
 from registry.loader.beside import Beside
 from registry.loader.changes import (
     FIRST_IDS,
@@ -40,6 +40,7 @@ from registry.loader.progress import LoadProgress
 from registry.loader.records import TABLES, Problem
 from registry.loader.rendering import OriginRender
 from registry.loader.statements import KeptGeneration
+from registry.loader.visibility import Visibility
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
@@ -125,6 +126,10 @@ class LoadResult:
     # What the load changed against the previous generation (what it would have: dry run).
     changes: ChangeSet | None = None
     dry_run: bool = False
+    # The read model after the load's vacuum (registry.loader.visibility); the horizon its
+    # rows precede, for `registry db vacuum` to finish what the load's wait could not.
+    read_model: Visibility | None = None
+    horizon: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ class LoadOptions:
     allow_empty: bool = False
     force: bool = False
     max_removed_percent: float | None = None
+    # After the commit, how long to wait for older snapshots to end so that the read model
+    # can be made all-visible (REGISTRY_LOAD_VACUUM_WAIT_S for `registry load`; 0: vacuum once).
+    vacuum_wait_s: float = 0.0
 
 
 def load_document(
@@ -197,10 +205,15 @@ def load_document(
     finally:
         parsed.close()
     kept: list[KeptGeneration] = []
+    settled: Visibility | None = None
+    after: str | None = None
     if not options.dry_run:
+        assert generation is not None  # committed
+        after = visibility.horizon(conn)
         progress.advance(1, step="drop retired generations")
         statements.drop_retired_generations(conn, keep_generations)
-        statements.vacuum_graph(conn)
+        progress.advance(0, step="vacuum the read model")
+        settled = visibility.settle(conn, generation, after, options.vacuum_wait_s)
         statements.record_generation_size(conn)
         progress.advance(1)
         kept = statements.kept_generations(conn)
@@ -215,6 +228,8 @@ def load_document(
         kept=kept,
         changes=changes,
         dry_run=options.dry_run,
+        read_model=settled,
+        horizon=after,
     )
 
 

@@ -214,16 +214,6 @@ def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
     return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size, *_ in rows]
 
 
-def vacuum_graph(conn: psycopg.Connection) -> None:
-    """Set the visibility map so that the read model's index-only scans skip the heap."""
-    autocommit = conn.autocommit
-    conn.autocommit = True
-    try:
-        conn.execute(QUERIES["load/vacuum_read_model"])
-    finally:
-        conn.autocommit = autocommit
-
-
 def record_graph_info(conn: psycopg.Connection, graph_format: str, counts: dict[str, int]) -> None:
     """Write into graph_next what it holds: the schema version, the format, the counts."""
     conn.execute(
