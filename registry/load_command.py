@@ -104,6 +104,12 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         progress.close()
         if stream is not sys.stdin.buffer:
             stream.close()
+    for role in result.forgotten_readers:
+        print(
+            f"registry load: warning: reader role {role} no longer exists; forgotten"
+            " (registry_meta.reader_roles), later loads grant it nothing",
+            file=sys.stderr,
+        )
     print(load_counts_line(result))
     if result.dry_run and result.changes is not None:
         for line in dry_run_lines(result.changes):

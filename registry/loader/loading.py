@@ -130,6 +130,8 @@ class LoadResult:
     # rows precede, for `registry db vacuum` to finish what the load's wait could not.
     read_model: Visibility | None = None
     horizon: str | None = None
+    # Registered reader roles that no longer existed: forgotten by the load.
+    forgotten_readers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,7 @@ def load_document(
         if parsed.problem_count:
             raise LoadRejected(parsed.problems, parsed.problem_count)
         changes: ChangeSet | None = None
+        forgotten: list[str] = []
         generation: int | None = None
         committed_at: datetime | None = None
         with _beside(conn, parsed.counts["origin"]) as beside, conn.transaction():
@@ -195,7 +198,7 @@ def load_document(
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
             statements.record_graph_info(conn, GRAPH_FORMAT, parsed.counts)
-            statements.grant_readers(conn)
+            forgotten = statements.grant_readers(conn)
             statements.analyze_graph_next(conn)
             progress.advance(1, step="swap and commit")
             generation, committed_at = statements.record_generation(
@@ -230,6 +233,7 @@ def load_document(
         dry_run=options.dry_run,
         read_model=settled,
         horizon=after,
+        forgotten_readers=forgotten,
     )
 
 

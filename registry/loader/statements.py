@@ -139,8 +139,10 @@ def run_report(conn: psycopg.Connection, name: str, limit: int) -> tuple[list[Pr
     return problems, (rows[0][3] if rows else 0)
 
 
-def grant_readers(conn: psycopg.Connection) -> None:
-    """Give the registered read-only roles SELECT on the new graph."""
+def grant_readers(conn: psycopg.Connection) -> list[str]:
+    """Give the registered read-only roles SELECT on the new graph; forget those that no
+    longer exist (dropped by an operator) and return their names."""
+    forgotten = [row[0] for row in conn.execute(QUERIES["load/forget_missing_readers"])]
     for (role,) in conn.execute(QUERIES["load/grant_readers"]).fetchall():
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
         conn.execute(
@@ -148,6 +150,7 @@ def grant_readers(conn: psycopg.Connection) -> None:
                 sql.Identifier(role)
             )
         )
+    return sorted(forgotten)
 
 
 def record_generation(

@@ -398,3 +398,56 @@ def test_a_refused_writer_cannot_write_what_it_was_refused_for(graph_db, new_rol
             "SELECT count(*) FROM registry_meta.reader_roles WHERE role_name = %s", [role]
         ).fetchone()
     assert registered == (0,)
+
+
+def registry_load(conninfo: str, path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `registry load PATH` as cron would."""
+    return subprocess.run(
+        [sys.executable, "-m", "registry.cli", "load", str(path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": conninfo},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_reader_dropped_outside_the_service_is_forgotten_by_the_next_load(
+    graph_db, example_document: bytes, tmp_path: Path
+):
+    """An operator drops a registered reader role (DROP OWNED, DROP ROLE): the next load
+    still commits, says so in a warning line, and forgets the role; the load after it is
+    silent, and a reader that still exists keeps its grants."""
+    gone, kept = (f"registry_test_reader_{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for role in (gone, kept):
+        assert create_reader(graph_db, role).returncode == 0
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(gone)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(gone)))
+    path = tmp_path / "graph.jsonl"
+    path.write_bytes(example_document)
+    try:
+        done = registry_load(graph_db, path)
+        assert done.returncode == 0, done.stderr
+        assert (
+            f"registry load: warning: reader role {gone} no longer exists; forgotten" in done.stderr
+        )
+        assert kept not in done.stderr
+        with psycopg.connect(graph_db) as conn:
+            registered = conn.execute(
+                "SELECT role_name FROM registry_meta.reader_roles ORDER BY role_name"
+            ).fetchall()
+            can_read = conn.execute(
+                "SELECT has_table_privilege(%s, 'graph.origin_docs', 'SELECT')", [kept]
+            ).fetchone()
+        assert registered == [(kept,)]
+        assert can_read == (True,)
+        again = registry_load(graph_db, path)
+        assert again.returncode == 0, again.stderr
+        assert "warning" not in again.stderr
+    finally:
+        with psycopg.connect(graph_db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(kept)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(kept)))
