@@ -24,13 +24,14 @@ from typing import IO, Any
 
 import psycopg
 
-from registry.database.migrations import apply_migrations
+from registry.database.migrations import SCHEMA_VERSION, apply_migrations, pending_migrations
 from registry.database.queries import QUERIES
 from registry.loader import statements, visibility
 from registry.loader.beside import Beside
 from registry.loader.changes import (
     FIRST_IDS,
     ChangeSet,
+    LoadRefused,
     build_change_set,
     check_not_empty,
     check_removals,
@@ -167,7 +168,10 @@ def load_document(
     started = time.monotonic()
     timings: dict[str, float] = {}
     progress = progress or LoadProgress()
-    apply_migrations(conn)
+    if options.dry_run:
+        _refuse_dry_run_before_upgrade(conn)
+    else:
+        apply_migrations(conn)
     progress.phase("parse", unit="records")
     parsed = parse_document(stream, progress, MAX_PROBLEMS)
     try:
@@ -235,6 +239,19 @@ def load_document(
         horizon=after,
         forgotten_readers=forgotten,
     )
+
+
+def _refuse_dry_run_before_upgrade(conn: psycopg.Connection) -> None:
+    """A dry run changes nothing (contract 10), migrations included: on a database that
+    needs an upgrade it is refused with LoadRefused, before the document is read."""
+    pending = pending_migrations(conn)
+    if pending:
+        raise LoadRefused(
+            "refused: a dry run changes nothing, and this database needs an upgrade first"
+            f" (schema version {SCHEMA_VERSION}; migrations not yet applied:"
+            f" {', '.join(pending)}). Nothing changed; run `registry db upgrade`, then the"
+            " dry run"
+        )
 
 
 def ensure_graph(conn: psycopg.Connection) -> bool:
