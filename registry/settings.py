@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     # After its commit, how long (seconds) `registry load` waits for snapshots older than it
     # (an export's) to end so that its read model can be made all-visible; past it, a
     # detached `registry db vacuum` finishes that (docs/loading.md).
-    "REGISTRY_LOAD_VACUUM_WAIT_S": 30.0,
+    "REGISTRY_LOAD_VACUUM_WAIT_S": 10.0,
     # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
     # of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
