@@ -4,8 +4,8 @@
 -- holds every database), replication slots and prepared transactions. While any is left,
 -- VACUUM cannot mark the pages of the load that took the horizon all-visible.
 WITH horizon AS (SELECT age(%(horizon)s::xid8::xid) AS age)
-SELECT format('session %%s (%%s, %%s)', a.pid, coalesce(a.application_name, ''),
-              coalesce(a.backend_type, ''))
+SELECT format('session %%s (%%s)', a.pid,
+              concat_ws(', ', nullif(a.application_name, ''), a.usename, a.backend_type))
 FROM pg_stat_activity AS a, horizon
 WHERE a.pid <> pg_backend_pid()
   AND (a.datname = current_database() OR a.datid IS NULL)
