@@ -23,6 +23,7 @@ import pytest
 from registry.database import repository
 from registry.database.conninfo import connection_kwargs
 from registry.loader.demo import write_demo_document
+from registry.loader.loading import load_document
 from registry.settings import load_settings
 from schemas.params import parse_origin_list_query
 
@@ -205,3 +206,41 @@ def test_a_load_during_an_open_snapshot_reaches_the_plans_once_it_ends(
     assert live == (2,)
     problems = wait_for_plans(loaded_db)
     assert problems == [], "\n".join(problems)
+
+
+def registry_db_vacuum(conninfo: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `registry db vacuum ARGS` as an operator would."""
+    return subprocess.run(
+        [sys.executable, "-m", "registry.cli", "db", "vacuum", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": conninfo},
+        timeout=600,
+        check=False,
+    )
+
+
+def test_the_operator_command_says_what_holds_a_generation_back_then_finishes_it(
+    loaded_db: str, demo_file: Path
+) -> None:
+    """A load through the library (which vacuums once and starts nothing) during an open
+    snapshot; `registry db vacuum` names the session that holds it back and exits 1 at the
+    end of its wait, then, once the snapshot has ended, finishes the generation and exits 0."""
+    with psycopg.connect(loaded_db) as snapshot:
+        snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        snapshot.execute("SELECT count(*) FROM graph.origin_docs").fetchone()
+        holder = snapshot.info.backend_pid
+        with psycopg.connect(loaded_db, autocommit=True) as loader, demo_file.open("rb") as doc:
+            result = load_document(loader, doc)
+        assert result.read_model is not None and not result.read_model.complete
+        held = registry_db_vacuum(loaded_db, "--wait-s", "2")
+        assert held.returncode == 1, held.stdout + held.stderr
+        assert "generation 2: " in held.stdout
+        assert f"held back by snapshots older than the load: session {holder} (" in held.stdout
+        assert plan_problems(loaded_db) != []
+    done = registry_db_vacuum(loaded_db)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("generation 2: read model all-visible ("), done.stdout
+    assert plan_problems(loaded_db) == []
