@@ -1,4 +1,5 @@
-"""`registry load`: a document into the database, or a dry run of it (contract 10)."""
+"""`registry load`: a document into the database, or a dry run of it (contract 10); and
+`registry db vacuum`, which finishes a load's read model once older snapshots have ended."""
 
 from __future__ import annotations
 
@@ -157,12 +158,14 @@ def command_db_vacuum(args: argparse.Namespace, settings: dict[str, Any]) -> int
     from registry.loader import visibility
 
     with _connect(settings) as conn:
+        present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+        if not (present and present[0]):
+            print("registry db vacuum: no graph loaded yet; nothing to do")
+            return 0
         generation = args.generation
         if generation is None:
             row = conn.execute(QUERIES["meta/get_current_generation"]).fetchone()
-            if row is None or row[0] is None:
-                print("registry db vacuum: no graph loaded yet; nothing to do")
-                return 0
+            assert row is not None and row[0] is not None  # a graph is loaded
             generation = int(row[0])
         if not visibility.lock_generation(conn, generation):
             print(f"registry db vacuum: generation {generation} is being finished already")
