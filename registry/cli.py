@@ -11,7 +11,7 @@ import psycopg
 
 from registry.database.conninfo import resolve_database_url, with_user
 from registry.database.embedded import NoEmbeddedServer
-from registry.load_command import _connect, command_load
+from registry.load_command import VACUUM_WAIT_S, _connect, command_db_vacuum, command_load
 from registry.settings import SettingsError, load_settings
 
 # The role `registry serve --dev` serves through on the embedded server (SELECT only).
@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(run=command_demo)
 
-    db = commands.add_parser("db", help="the database: upgrade, url, stop, create-reader")
+    db = commands.add_parser("db", help="the database: upgrade, url, stop, create-reader, vacuum")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="DB_COMMAND")
     db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=command_db_upgrade)
     db_commands.add_parser("url", help="print the database URL").set_defaults(run=command_db_url)
@@ -349,6 +349,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(else REGISTRY_READER_PASSWORD, else none); it is sent to the server hashed",
     )
     reader.set_defaults(run=command_db_create_reader)
+    vacuum = db_commands.add_parser(
+        "vacuum", help="make a generation's read model all-visible (index-only scans)"
+    )
+    vacuum.add_argument("--generation", type=int, default=None, help="default: the live one")
+    vacuum.add_argument("--horizon", type=int, default=None, help=argparse.SUPPRESS)
+    vacuum.add_argument(
+        "--wait-s",
+        type=float,
+        default=VACUUM_WAIT_S,
+        help="how long to wait for older snapshots (exports) to end (default: 7 days)",
+    )
+    vacuum.set_defaults(run=command_db_vacuum)
 
     status = commands.add_parser(
         "status", help="the database: server, pg_trgm, schema, generations, reader roles"

@@ -1,4 +1,5 @@
-"""`registry load`: a document into the database, or a dry run of it (contract 10)."""
+"""`registry load`: a document into the database, or a dry run of it (contract 10); and
+`registry db vacuum`, which finishes a load's read model once older snapshots have ended."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from typing import IO, Any
 import psycopg
 
 from registry.database.conninfo import resolve_database_url, writer_conninfo
+
+# How long `registry db vacuum` waits for older snapshots at most: an export read at 10 KB/s
+# can last a day; a week covers any the service would let finish.
+VACUUM_WAIT_S = 7 * 24 * 3600.0
 
 
 def _connect(settings: dict[str, Any]) -> psycopg.Connection:
@@ -76,6 +81,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                         allow_empty=args.allow_empty,
                         force=args.force,
                         max_removed_percent=settings.get("REGISTRY_MAX_REMOVED_PERCENT"),
+                        vacuum_wait_s=float(settings["REGISTRY_LOAD_VACUUM_WAIT_S"]),
                     ),
                 )
             except psycopg.Error as error:
@@ -99,6 +105,12 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         progress.close()
         if stream is not sys.stdin.buffer:
             stream.close()
+    for role in result.forgotten_readers:
+        print(
+            f"registry load: warning: reader role {role} no longer exists; forgotten"
+            " (registry_meta.reader_roles), later loads grant it nothing",
+            file=sys.stderr,
+        )
     print(load_counts_line(result))
     if result.dry_run and result.changes is not None:
         for line in dry_run_lines(result.changes):
@@ -106,7 +118,70 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         return 0
     for line in generation_lines(result):
         print(line)
+    read_model = result.read_model
+    if read_model is not None and not read_model.complete and result.horizon is not None:
+        # Older snapshots outlived the wait: a detached `registry db vacuum` waits for them.
+        pid = _start_vacuum(read_model.generation, result.horizon)
+        print(f"{read_model.line()}; registry db vacuum (pid {pid}) finishes it once they end")
     return 0
+
+
+def _start_vacuum(generation: int, horizon: str) -> int:
+    """Start `registry db vacuum` for generation in a session of its own, detached from this
+    command (cron's), with the same environment; its pid."""
+    import subprocess
+
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "registry.cli",
+            "db",
+            "vacuum",
+            "--generation",
+            str(generation),
+            "--horizon",
+            horizon,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return process.pid
+
+
+def command_db_vacuum(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """registry db vacuum [--generation N]: make a generation's read model all-visible,
+    waiting (up to --wait-s) for the snapshots older than it, or than now, to end."""
+    from registry.database.queries import QUERIES
+    from registry.loader import visibility
+
+    with _connect(settings) as conn:
+        present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
+        if not (present and present[0]):
+            print("registry db vacuum: no graph loaded yet; nothing to do")
+            return 0
+        generation = args.generation
+        if generation is None:
+            row = conn.execute(QUERIES["meta/get_current_generation"]).fetchone()
+            assert row is not None and row[0] is not None  # a graph is loaded
+            generation = int(row[0])
+        if not visibility.lock_generation(conn, generation):
+            print(f"registry db vacuum: generation {generation} is being finished already")
+            return 0
+        done = visibility.settle(
+            conn,
+            generation,
+            visibility.horizon(conn) if args.horizon is None else str(args.horizon),
+            args.wait_s,
+            schema=lambda: visibility.generation_schema(conn, generation),
+        )
+    if done is None:
+        print(f"generation {generation} is no longer kept; nothing to do")
+        return 0
+    print(done.line())
+    return 0 if done.complete else 1
 
 
 def _file_size(stream: IO[bytes]) -> int | None:

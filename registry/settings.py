@@ -47,6 +47,10 @@ DEFAULTS: dict[str, Any] = {
     # A load that would remove more than this percentage of the current generation's origins
     # is refused unless `registry load --force` (contract 10). Unset: no such limit.
     "REGISTRY_MAX_REMOVED_PERCENT": None,
+    # After its commit, how long (seconds) `registry load` waits for snapshots older than it
+    # (an export's) to end so that its read model can be made all-visible; past it, a
+    # detached `registry db vacuum` finishes that (docs/loading.md).
+    "REGISTRY_LOAD_VACUUM_WAIT_S": 10.0,
     # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
     # of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
@@ -78,6 +82,7 @@ _FLOATS = {
     "REGISTRY_MAX_REPLICA_LAG_S",
     "REGISTRY_EXPORT_SEND_TIMEOUT_S",
     "REGISTRY_MAX_REMOVED_PERCENT",
+    "REGISTRY_LOAD_VACUUM_WAIT_S",
 }
 _BOOLEANS = {"REGISTRY_DEV", "REGISTRY_PGBOUNCER"}
 
@@ -124,6 +129,8 @@ def _convert(name: str, raw: str) -> Any:
             value = float(raw)
             if name == "REGISTRY_MAX_REMOVED_PERCENT" and not 0 <= value <= 100:
                 raise SettingsError(f"{name} must be a percentage from 0 to 100, not {raw!r}")
+            if name == "REGISTRY_LOAD_VACUUM_WAIT_S" and not 0 <= value < float("inf"):
+                raise SettingsError(f"{name} must be a number of seconds, 0 or more, not {raw!r}")
             return value
     except ValueError:
         raise SettingsError(f"{name} must be a number, not {raw!r}") from None

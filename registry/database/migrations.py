@@ -42,3 +42,14 @@ def apply_migrations(conn: psycopg.Connection) -> list[str]:
             conn.execute(QUERIES["meta/record_migration"], {"version": version, "name": name})
             applied_now.append(name)
     return applied_now
+
+
+def pending_migrations(conn: psycopg.Connection) -> list[str]:
+    """The names of the migrations this database lacks, in order, read without changing
+    anything (no version table made, no lock taken); every one of them for a database never
+    set up."""
+    row = conn.execute(QUERIES["meta/migrations_table_exists"]).fetchone()
+    applied: set[int] = set()
+    if row and row[0]:
+        applied = {r[0] for r in conn.execute(QUERIES["meta/list_applied_migrations"])}
+    return [name for version, name, _ in migration_files() if version not in applied]

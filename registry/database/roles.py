@@ -63,7 +63,29 @@ def reader_role_powers(conn: psycopg.Connection, role: str) -> list[str]:
         problems.append("it can create schemas in this database (CREATE on the database)")
     if powers["temporary_tables"]:
         problems.append("it can make temporary tables (TEMPORARY on the database)")
-    return problems
+    return problems + reader_role_grants(conn, role)
+
+
+# How many of the privileges found a refusal names; then how many more there are.
+NAMED_GRANTS = 10
+
+
+def reader_role_grants(conn: psycopg.Connection, role: str) -> list[str]:
+    """Each privilege beyond reading the role holds on an object of this database, directly,
+    through a role it belongs to or through PUBLIC, as `it has INSERT on table x.y (through
+    z)`: tables, columns, sequences, SECURITY DEFINER functions, large objects, foreign-data
+    wrappers and servers, default privileges, and (PostgreSQL 15 and later) settings."""
+    rows = conn.execute(QUERIES["meta/get_role_grants"], {"role": role}).fetchall()
+    if conn.info.server_version >= 150000:
+        rows += conn.execute(QUERIES["meta/get_role_parameter_grants"], {"role": role}).fetchall()
+    found = [
+        f"it has {privilege} on {kind} {name}"
+        + ("" if grantee == role else f" (through {grantee})")
+        for privilege, kind, name, grantee in rows
+    ]
+    if len(found) > NAMED_GRANTS:
+        found = [*found[:NAMED_GRANTS], f"and {len(found) - NAMED_GRANTS} more privileges"]
+    return found
 
 
 def password_verifier(conn: psycopg.Connection, role: str, password: str) -> str:
@@ -78,7 +100,8 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
 
     An existing role that could do more than read (superuser, CREATEROLE, CREATEDB, an owner
     of the registry's objects, the loader itself, a member of a predefined role beyond
-    reading, one that may create in a schema, create schemas or make temporary tables) is
+    reading, one that may create in a schema, create schemas or make temporary tables, one
+    with any privilege beyond SELECT on an object of the database: reader_role_grants) is
     refused with ReaderRoleRefused and left as it was: the whole command is one transaction.
     PUBLIC's CREATE on schema public and TEMPORARY on the database are revoked first, so the
     role is judged, and a new one made, by what it holds itself. The role is recorded in

@@ -24,13 +24,14 @@ from typing import IO, Any
 
 import psycopg
 
-from registry.database.migrations import apply_migrations
+from registry.database.migrations import SCHEMA_VERSION, apply_migrations, pending_migrations
 from registry.database.queries import QUERIES
-from registry.loader import statements
+from registry.loader import statements, visibility
 from registry.loader.beside import Beside
 from registry.loader.changes import (
     FIRST_IDS,
     ChangeSet,
+    LoadRefused,
     build_change_set,
     check_not_empty,
     check_removals,
@@ -40,6 +41,7 @@ from registry.loader.progress import LoadProgress
 from registry.loader.records import TABLES, Problem
 from registry.loader.rendering import OriginRender
 from registry.loader.statements import KeptGeneration
+from registry.loader.visibility import Visibility
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
@@ -125,6 +127,12 @@ class LoadResult:
     # What the load changed against the previous generation (what it would have: dry run).
     changes: ChangeSet | None = None
     dry_run: bool = False
+    # The read model after the load's vacuum (registry.loader.visibility); the horizon its
+    # rows precede, for `registry db vacuum` to finish what the load's wait could not.
+    read_model: Visibility | None = None
+    horizon: str | None = None
+    # Registered reader roles that no longer existed: forgotten by the load.
+    forgotten_readers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,9 @@ class LoadOptions:
     allow_empty: bool = False
     force: bool = False
     max_removed_percent: float | None = None
+    # After the commit, how long to wait for older snapshots to end so that the read model
+    # can be made all-visible (REGISTRY_LOAD_VACUUM_WAIT_S for `registry load`; 0: vacuum once).
+    vacuum_wait_s: float = 0.0
 
 
 def load_document(
@@ -157,7 +168,10 @@ def load_document(
     started = time.monotonic()
     timings: dict[str, float] = {}
     progress = progress or LoadProgress()
-    apply_migrations(conn)
+    if options.dry_run:
+        _refuse_dry_run_before_upgrade(conn)
+    else:
+        apply_migrations(conn)
     progress.phase("parse", unit="records")
     parsed = parse_document(stream, progress, MAX_PROBLEMS)
     try:
@@ -165,6 +179,7 @@ def load_document(
         if parsed.problem_count:
             raise LoadRejected(parsed.problems, parsed.problem_count)
         changes: ChangeSet | None = None
+        forgotten: list[str] = []
         generation: int | None = None
         committed_at: datetime | None = None
         with _beside(conn, parsed.counts["origin"]) as beside, conn.transaction():
@@ -187,7 +202,7 @@ def load_document(
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
             statements.record_graph_info(conn, GRAPH_FORMAT, parsed.counts)
-            statements.grant_readers(conn)
+            forgotten = statements.grant_readers(conn)
             statements.analyze_graph_next(conn)
             progress.advance(1, step="swap and commit")
             generation, committed_at = statements.record_generation(
@@ -197,10 +212,15 @@ def load_document(
     finally:
         parsed.close()
     kept: list[KeptGeneration] = []
+    settled: Visibility | None = None
+    after: str | None = None
     if not options.dry_run:
+        assert generation is not None  # committed
+        after = visibility.horizon(conn)
         progress.advance(1, step="drop retired generations")
         statements.drop_retired_generations(conn, keep_generations)
-        statements.vacuum_graph(conn)
+        progress.advance(0, step="vacuum the read model")
+        settled = visibility.settle(conn, generation, after, options.vacuum_wait_s)
         statements.record_generation_size(conn)
         progress.advance(1)
         kept = statements.kept_generations(conn)
@@ -215,7 +235,23 @@ def load_document(
         kept=kept,
         changes=changes,
         dry_run=options.dry_run,
+        read_model=settled,
+        horizon=after,
+        forgotten_readers=forgotten,
     )
+
+
+def _refuse_dry_run_before_upgrade(conn: psycopg.Connection) -> None:
+    """A dry run changes nothing (contract 10), migrations included: on a database that
+    needs an upgrade it is refused with LoadRefused, before the document is read."""
+    pending = pending_migrations(conn)
+    if pending:
+        raise LoadRefused(
+            "refused: a dry run changes nothing, and this database needs an upgrade first"
+            f" (schema version {SCHEMA_VERSION}; migrations not yet applied:"
+            f" {', '.join(pending)}). Nothing changed; run `registry db upgrade`, then the"
+            " dry run"
+        )
 
 
 def ensure_graph(conn: psycopg.Connection) -> bool:

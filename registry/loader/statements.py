@@ -139,8 +139,10 @@ def run_report(conn: psycopg.Connection, name: str, limit: int) -> tuple[list[Pr
     return problems, (rows[0][3] if rows else 0)
 
 
-def grant_readers(conn: psycopg.Connection) -> None:
-    """Give the registered read-only roles SELECT on the new graph."""
+def grant_readers(conn: psycopg.Connection) -> list[str]:
+    """Give the registered read-only roles SELECT on the new graph; forget those that no
+    longer exist (dropped by an operator) and return their names."""
+    forgotten = [row[0] for row in conn.execute(QUERIES["load/forget_missing_readers"])]
     for (role,) in conn.execute(QUERIES["load/grant_readers"]).fetchall():
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
         conn.execute(
@@ -148,6 +150,7 @@ def grant_readers(conn: psycopg.Connection) -> None:
                 sql.Identifier(role)
             )
         )
+    return sorted(forgotten)
 
 
 def record_generation(
@@ -212,16 +215,6 @@ def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
     """Every generation still kept, newest first, with its disk use."""
     rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
     return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size, *_ in rows]
-
-
-def vacuum_graph(conn: psycopg.Connection) -> None:
-    """Set the visibility map so that the read model's index-only scans skip the heap."""
-    autocommit = conn.autocommit
-    conn.autocommit = True
-    try:
-        conn.execute(QUERIES["load/vacuum_read_model"])
-    finally:
-        conn.autocommit = autocommit
 
 
 def record_graph_info(conn: psycopg.Connection, graph_format: str, counts: dict[str, int]) -> None:

@@ -275,3 +275,179 @@ def test_a_created_reader_has_no_server_side_powers(graph_db, new_role):
         with psycopg.connect(graph_db, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
             conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+# Privileges beyond reading, each granted by the loader (the owner of what it names) to the
+# role, to a role it belongs to, or to PUBLIC; `why` is what the refusal must name.
+WRITE_GRANTS = [
+    pytest.param(
+        "GRANT INSERT, UPDATE, TRUNCATE ON ALL TABLES IN SCHEMA registry_meta TO {grantee}",
+        "INSERT on table registry_meta.generations",
+        id="insert-registry_meta",
+    ),
+    pytest.param(
+        "GRANT UPDATE, DELETE ON graph.origins TO {grantee}",
+        "DELETE on table graph.origins",
+        id="delete-graph",
+    ),
+    pytest.param(
+        "GRANT UPDATE (name) ON graph.origins TO {grantee}",
+        "UPDATE on column graph.origins.name",
+        id="update-a-column",
+    ),
+    pytest.param(
+        "GRANT TRIGGER, REFERENCES ON graph.networks TO {grantee}",
+        "TRIGGER on table graph.networks",
+        id="trigger",
+    ),
+    pytest.param(
+        "GRANT USAGE ON SEQUENCE registry_meta.generation_seq TO {grantee}",
+        "USAGE on sequence registry_meta.generation_seq",
+        id="sequence-usage",
+    ),
+    pytest.param(
+        "CREATE TABLE public.scratch (x int); ALTER TABLE public.scratch OWNER TO {grantee}",
+        "INSERT on table public.scratch",
+        id="owns-a-table-elsewhere",
+    ),
+    pytest.param(
+        "ALTER DEFAULT PRIVILEGES GRANT INSERT ON TABLES TO {grantee}",
+        "INSERT on tables created later",
+        id="default-privileges",
+    ),
+    pytest.param(
+        "CREATE FUNCTION public.bump() RETURNS bigint SECURITY DEFINER LANGUAGE sql"
+        " AS $$SELECT nextval('registry_meta.generation_seq')$$;"
+        " REVOKE EXECUTE ON FUNCTION public.bump() FROM PUBLIC;"
+        " GRANT EXECUTE ON FUNCTION public.bump() TO {grantee}",
+        "EXECUTE on function public.bump()",
+        id="security-definer-function",
+    ),
+    pytest.param(
+        "SELECT lo_create(424242); GRANT UPDATE ON LARGE OBJECT 424242 TO {grantee}",
+        "UPDATE on large object 424242",
+        id="large-object",
+    ),
+    pytest.param(
+        "CREATE FOREIGN DATA WRAPPER registry_test_fdw;"
+        " GRANT USAGE ON FOREIGN DATA WRAPPER registry_test_fdw TO {grantee}",
+        "USAGE on foreign-data wrapper registry_test_fdw",
+        id="foreign-data-wrapper",
+    ),
+    pytest.param(
+        "CREATE FOREIGN DATA WRAPPER registry_test_fdw;"
+        " CREATE SERVER registry_test_server FOREIGN DATA WRAPPER registry_test_fdw;"
+        " GRANT USAGE ON FOREIGN SERVER registry_test_server TO {grantee}",
+        "USAGE on foreign server registry_test_server",
+        id="foreign-server",
+    ),
+    pytest.param(
+        "GRANT SET ON PARAMETER log_statement TO {grantee}",
+        "SET on parameter log_statement",
+        id="parameter",
+    ),
+]
+
+
+@pytest.mark.parametrize(("template", "why"), WRITE_GRANTS)
+@pytest.mark.parametrize("through", ["directly", "through another role", "to PUBLIC"])
+def test_a_role_with_a_privilege_beyond_select_is_refused(
+    graph_db, new_role, template: str, why: str, through: str
+):
+    """The issue's case and its kin: a privilege beyond SELECT (and USAGE on schemas), on
+    anything in the database, held directly, through membership or through PUBLIC, is
+    refused with a line that names it; nothing changes."""
+    role = new_role()
+    grantee = sql.Identifier(role)
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        if through == "through another role":
+            group = new_role()
+            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), grantee))
+            grantee = sql.Identifier(group)
+        elif through == "to PUBLIC":
+            if "OWNER TO" in template:
+                pytest.skip("PUBLIC owns nothing")
+            grantee = sql.SQL("PUBLIC")
+        for statement in template.split("; "):
+            conn.execute(sql.SQL(statement).format(grantee=grantee))
+    try:
+        done = create_reader(graph_db, role)
+        assert done.returncode == 1, done.stdout
+        assert why in done.stderr and role in done.stderr, done.stderr
+        assert "SELECT only" not in done.stdout
+        assert role_settings(graph_db, role) == []
+    finally:
+        if through == "to PUBLIC" and "PARAMETER" in template:
+            with psycopg.connect(graph_db, autocommit=True) as conn:
+                conn.execute("REVOKE SET ON PARAMETER log_statement FROM PUBLIC")
+
+
+def test_a_refused_writer_cannot_write_what_it_was_refused_for(graph_db, new_role):
+    """The issue's probe, after the refusal: the role holds no more than it was given, and
+    the command did not make it the reader (no read-only default, no registration)."""
+    role = new_role()
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("GRANT UPDATE ON registry_meta.generations TO {}").format(sql.Identifier(role))
+        )
+    done = create_reader(graph_db, role)
+    assert done.returncode == 1
+    assert "UPDATE on table registry_meta.generations" in done.stderr
+    with psycopg.connect(graph_db) as conn:
+        registered = conn.execute(
+            "SELECT count(*) FROM registry_meta.reader_roles WHERE role_name = %s", [role]
+        ).fetchone()
+    assert registered == (0,)
+
+
+def registry_load(conninfo: str, path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `registry load PATH` as cron would."""
+    return subprocess.run(
+        [sys.executable, "-m", "registry.cli", "load", str(path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": conninfo},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_reader_dropped_outside_the_service_is_forgotten_by_the_next_load(
+    graph_db, example_document: bytes, tmp_path: Path
+):
+    """An operator drops a registered reader role (DROP OWNED, DROP ROLE): the next load
+    still commits, says so in a warning line, and forgets the role; the load after it is
+    silent, and a reader that still exists keeps its grants."""
+    gone, kept = (f"registry_test_reader_{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for role in (gone, kept):
+        assert create_reader(graph_db, role).returncode == 0
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(gone)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(gone)))
+    path = tmp_path / "graph.jsonl"
+    path.write_bytes(example_document)
+    try:
+        done = registry_load(graph_db, path)
+        assert done.returncode == 0, done.stderr
+        assert (
+            f"registry load: warning: reader role {gone} no longer exists; forgotten" in done.stderr
+        )
+        assert kept not in done.stderr
+        with psycopg.connect(graph_db) as conn:
+            registered = conn.execute(
+                "SELECT role_name FROM registry_meta.reader_roles ORDER BY role_name"
+            ).fetchall()
+            can_read = conn.execute(
+                "SELECT has_table_privilege(%s, 'graph.origin_docs', 'SELECT')", [kept]
+            ).fetchone()
+        assert registered == [(kept,)]
+        assert can_read == (True,)
+        again = registry_load(graph_db, path)
+        assert again.returncode == 0, again.stderr
+        assert "warning" not in again.stderr
+    finally:
+        with psycopg.connect(graph_db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(kept)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(kept)))
