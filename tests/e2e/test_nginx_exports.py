@@ -1,0 +1,220 @@
+"""Exports through deploy/nginx.conf as shipped: nginx decides the representation of a
+listing (contract 8), as the app would, and sends the app only its decision, so its export
+limit per client counts exactly what the app streams, whatever the Accept header or headers.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from devtools.production_stack import Gunicorn, Nginx, start_gunicorn, start_nginx
+from registry.loader.demo import write_demo_document
+from tests.conftest import TEST_SECRET, load_records, make_token
+from tests.e2e.raw_http import Answer, raw_request, request
+from tests.e2e.slow_client import SlowClient
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx_installed")]
+
+# About 8.7 MB of NDJSON: more than nginx can push into the sockets ahead of a client that
+# does not read (a 64 KB window and nginx's send buffer, at most 4 MB on Linux by default), so
+# a held export stays open.
+ORIGINS = 10_000
+WORKERS = 3
+ADMIN = {"Authorization": f"Bearer {make_token()}"}
+NDJSON = {**ADMIN, "Accept": "application/x-ndjson"}
+JSON_TYPE, NDJSON_TYPE, CSV_TYPE = "application/json", "application/x-ndjson", "text/csv"
+# A listing that matches nothing: small answers in every representation.
+EMPTY = "/registry/origins?search=zzqqxx-matches-nothing"
+
+
+@dataclass
+class Stack:
+    """gunicorn over ORIGINS origins; nginx as shipped (limits and all) in front of it, and
+    one with the request rate lifted for the tests that send many requests."""
+
+    gunicorn: Gunicorn
+    nginx: Nginx
+    lifted: Nginx
+
+
+@pytest.fixture(scope="module")
+def stack(
+    database_factory: Callable[[], str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    """The demo graph loaded, gunicorn with its default timeouts, and nginx in front."""
+    conninfo = database_factory()
+    with tempfile.TemporaryFile() as file:
+        write_demo_document(file, ORIGINS, 5)
+        file.seek(0)
+        load_records(conninfo, file.read())
+    folder = tmp_path_factory.mktemp("nginx-exports")
+    # As many exports at once as workers: this instance's own limit (tests of their own)
+    # never answers before nginx's.
+    server = start_gunicorn(
+        {
+            "DATABASE_URL": conninfo,
+            "REGISTRY_JWT_SECRET": TEST_SECRET,
+            "REGISTRY_MAX_EXPORTS": str(WORKERS),
+        },
+        folder / "gunicorn.log",
+        workers=WORKERS,
+    )
+    proxies: list[Nginx] = []
+    try:
+        proxies.append(start_nginx(folder / "shipped", server.port, limits=None))
+        proxies.append(start_nginx(folder / "lifted", server.port))
+        yield Stack(server, proxies[0], proxies[1])
+    finally:
+        for proxy in proxies:
+            proxy.stop()
+        server.stop()
+
+
+def media_type(answer: Answer) -> str:
+    """The answer's media type, without parameters."""
+    return (answer.header("Content-Type") or "").split(";")[0]
+
+
+# Contract 8: absent, */*, application/*, application/json are JSON; q-values are honoured;
+# an Accept that admits none of the three is a 406.
+NEGOTIATION = [
+    (None, JSON_TYPE),
+    ("*/*", JSON_TYPE),
+    ("application/*", JSON_TYPE),
+    ("application/json", JSON_TYPE),
+    ("application/x-ndjson", NDJSON_TYPE),
+    ("text/csv", CSV_TYPE),
+    ("TEXT/CSV", CSV_TYPE),
+    ("text/*", CSV_TYPE),
+    ("*/*, application/json;q=0", NDJSON_TYPE),
+    ("application/*, application/json;q=0", NDJSON_TYPE),
+    ("*/*;q=0.1, application/json;q=0, application/x-ndjson;q=0", CSV_TYPE),
+    ("application/json;q=0.5, text/csv;q=0.9", CSV_TYPE),
+    ("application/json;q=0.9, text/csv;q=0.5", JSON_TYPE),
+    ("application/x-ndjson;q=0.8, text/csv ; q=0.85", CSV_TYPE),
+    ("application/json;q=0.5, application/x-ndjson;q=0.5", JSON_TYPE),
+    ("*/*;q=0.5, text/csv;q=0.5", CSV_TYPE),
+    ("text/csv;q=0, */*", JSON_TYPE),
+    ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", JSON_TYPE),
+    ("text/html", None),
+    ("*/*;q=0", None),
+    ("application/json;q=0, application/x-ndjson;q=0, text/csv;q=0", None),
+    ("application/json;charset=utf-8", None),
+    ("application/json;q=0.", None),
+]
+
+
+@pytest.mark.parametrize(("accept", "expected"), NEGOTIATION)
+def test_nginx_negotiates_as_the_contract_says(
+    stack: Stack, accept: str | None, expected: str | None
+):
+    """Through nginx the representation is contract 8's, and the same as direct."""
+    headers = dict(ADMIN) if accept is None else {**ADMIN, "Accept": accept}
+    proxied = request(stack.lifted.port, "/v1" + EMPTY, headers=headers)
+    direct = request(stack.gunicorn.port, EMPTY, headers=headers)
+    if expected is None:
+        assert proxied.status == direct.status == 406
+        assert proxied.json() == {"success": False, "error": "Not Acceptable"}
+    else:
+        assert proxied.status == direct.status == 200
+        assert media_type(proxied) == media_type(direct) == expected
+    assert "Accept" in (proxied.header("Vary") or "")
+
+
+def random_accepts(count: int) -> list[str]:
+    """Accept headers of up to four ranges (each named once), with q-values of every form."""
+    ranges = [
+        "application/json",
+        "application/x-ndjson",
+        "text/csv",
+        "text/*",
+        "application/*",
+        "*/*",
+        "text/html",
+        "application/xml",
+    ]
+    qualities = ["", ";q=0", ";q=1", ";q=1.0", ";q=0.5", ";q=0.50", ";q=0.25", ";q=0.001"]
+    qualities += [";q=0.9", ";q=0.000", " ; q=0.5", ";Q=0.3", ";q=0.333", ";q=1."]
+    draw = random.Random(34)
+    return [
+        ", ".join(name + draw.choice(qualities) for name in draw.sample(ranges, draw.randint(1, 4)))
+        for _ in range(count)
+    ]
+
+
+def test_nginx_picks_what_the_app_would_for_any_accept(stack: Stack):
+    """Many Accept headers: nginx's decision (the one Accept it sends on) is always the one
+    the app makes of the client's own header."""
+    differ = []
+    for accept in random_accepts(150):
+        headers = {**ADMIN, "Accept": accept}
+        proxied = request(stack.lifted.port, "/v1" + EMPTY, headers=headers)
+        direct = request(stack.gunicorn.port, EMPTY, headers=headers)
+        if (proxied.status, media_type(proxied)) != (direct.status, media_type(direct)):
+            differ.append((accept, direct.status, media_type(direct), proxied.status))
+    assert differ == []
+
+
+# Accept headers that the app streams as an export, and that nginx once let through uncounted.
+BYPASSES = [
+    ("*/*, application/json;q=0", NDJSON_TYPE),
+    ("application/*, application/json;q=0", NDJSON_TYPE),
+    ("application/json;q=0, */*;q=0.5", NDJSON_TYPE),
+    ("text/*", CSV_TYPE),
+    ("text/*;q=0.9, application/json;q=0.5", CSV_TYPE),
+    ("*/*;q=0.1, application/json;q=0, application/x-ndjson;q=0", CSV_TYPE),
+]
+
+
+def two_accept_lines(port: int, target: str, first: str, second: str) -> Answer:
+    """One GET with two Accept lines, sent as they are."""
+    lines = [
+        f"GET {target} HTTP/1.1",
+        "Host: 127.0.0.1",
+        "Connection: close",
+        f"Authorization: {ADMIN['Authorization']}",
+        f"Accept: {first}",
+        f"Accept: {second}",
+    ]
+    return raw_request(port, ("\r\n".join(lines) + "\r\n\r\n").encode())
+
+
+def test_every_export_counts_against_the_nginx_limit_whatever_accept_says(stack: Stack):
+    """A client holding as many exports as nginx allows it (2, as shipped) gets nginx's 429
+    for every further export, however its Accept header or headers are written; a request
+    that nginx lets through is never streamed."""
+    for accept, streamed in BYPASSES:
+        direct = request(stack.gunicorn.port, EMPTY, headers={**ADMIN, "Accept": accept})
+        assert media_type(direct) == streamed, accept
+    held = [SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON) for _ in range(2)]
+    try:
+        assert [client.status for client in held] == [200, 200]
+        for accept, _ in BYPASSES:
+            answer = request(
+                stack.nginx.port, "/v1/registry/origins", headers={**ADMIN, "Accept": accept}
+            )
+            assert (answer.status, answer.body) == (
+                429,
+                b'{"success":false,"error":"Too Many Requests"}',
+            ), accept
+            assert answer.header("Retry-After") is not None
+        # Two Accept lines: gunicorn would join them; nginx decides on its own reading and
+        # sends only its decision on. An export is counted, anything else is not streamed.
+        both = two_accept_lines(stack.nginx.port, "/v1/registry/origins", "text/*", "*/*;q=0.1")
+        assert both.status == 429
+        both = two_accept_lines(
+            stack.nginx.port, "/v1/registry/origins", "application/json;q=0.1", "text/csv"
+        )
+        assert (both.status, media_type(both)) == (200, JSON_TYPE)
+        assert both.json()["success"] is True
+        # Pages still pass while the exports are held.
+        page = request(stack.nginx.port, "/v1/registry/origins?limit=1", headers=ADMIN)
+        assert (page.status, media_type(page)) == (200, JSON_TYPE)
+    finally:
+        for client in held:
+            client.reset()
