@@ -1,18 +1,29 @@
 """Exports through deploy/nginx.conf as shipped: nginx decides the representation of a
 listing (contract 8), as the app would, and sends the app only its decision, so its export
-limit per client counts exactly what the app streams, whatever the Accept header or headers.
+limit per client counts exactly what the app streams, whatever the Accept header or headers;
+an export cut half-way with spooling as shipped still ends without its last chunk.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from devtools.production_stack import Gunicorn, Nginx, start_gunicorn, start_nginx
+from devtools.production_stack import (
+    Gunicorn,
+    Nginx,
+    start_gunicorn,
+    start_nginx,
+)
 from registry.loader.demo import write_demo_document
 from tests.conftest import TEST_SECRET, load_records, make_token
 from tests.e2e.raw_http import Answer, raw_request, request
@@ -218,3 +229,85 @@ def test_every_export_counts_against_the_nginx_limit_whatever_accept_says(stack:
     finally:
         for client in held:
             client.reset()
+
+
+def loopback_queues(port: int) -> list[tuple[int, int, int]]:
+    """The established TCP sockets on 127.0.0.1 with port at either end: (local port, remote
+    port, bytes waiting in the receive queue), from /proc/net/tcp."""
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, state = fields[1], fields[2], fields[3]
+        local_port, remote_port = int(local.split(":")[1], 16), int(remote.split(":")[1], 16)
+        if state == "01" and port in (local_port, remote_port):
+            found.append((local_port, remote_port, int(fields[4].split(":")[1], 16)))
+    return found
+
+
+def wait_for(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    """Poll until condition holds; fail saying what did not happen."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"within {seconds} s: {what}")
+        time.sleep(0.02)
+
+
+def signal_all(pids: set[int], signum: int) -> None:
+    """Send signum to each process."""
+    for pid in pids:
+        os.kill(pid, signum)
+
+
+def test_an_export_cut_half_way_through_nginx_as_shipped_never_looks_complete(stack: Stack):
+    """Spooling as shipped: nginx takes an export from the worker as fast as the worker
+    writes, so to cut one half-way the worker is held mid-export: nginx is paused (SIGSTOP)
+    once the request is with gunicorn, the worker writes its first rows into the socket, and
+    is killed. nginx, resumed, passes on what it got and then ends the answer without its
+    last chunk: the client sees fewer rows than Registry-Total and no terminating chunk."""
+    nginx_workers = {
+        int(pid)
+        for pid in Path(f"/proc/{stack.nginx.process.pid}/task/{stack.nginx.process.pid}/children")
+        .read_text()
+        .split()
+    }
+    gunicorn_workers = stack.gunicorn.worker_pids()
+    port = stack.gunicorn.port
+    clients: list[SlowClient] = []
+    signal_all(gunicorn_workers, signal.SIGSTOP)
+    try:
+        opening = threading.Thread(
+            target=lambda: clients.append(
+                SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON)
+            )
+        )
+        opening.start()
+        # The request is with gunicorn (queued on a connection no worker took yet)...
+        wait_for(
+            lambda: any(local == port and queued for local, _, queued in loopback_queues(port)),
+            "nginx's request waiting at gunicorn",
+        )
+        signal_all(nginx_workers, signal.SIGSTOP)
+    finally:
+        signal_all(gunicorn_workers, signal.SIGCONT)
+    try:
+        # ... and the worker has written the answer's head and first rows to nginx.
+        wait_for(
+            lambda: any(remote == port and queued for _, remote, queued in loopback_queues(port)),
+            "the export's first bytes waiting at nginx",
+        )
+        signal_all(gunicorn_workers, signal.SIGKILL)
+    finally:
+        signal_all(nginx_workers, signal.SIGCONT)
+    opening.join(timeout=30)
+    (client,) = clients
+    assert client.status == 200
+    total = int(client.head["registry-total"])
+    body = client.read_rest()
+    assert not body.complete
+    assert 0 < len(body.lines()) < total == ORIGINS
+    wait_for(
+        lambda: request(port, "/registry/summary", headers=ADMIN).status == 200,
+        "gunicorn answering again with new workers",
+        seconds=60,
+    )
