@@ -1,13 +1,17 @@
 """Exports through deploy/nginx.conf as shipped: nginx decides the representation of a
 listing (contract 8), as the app would, and sends the app only its decision, so its export
 limit per client counts exactly what the app streams, whatever the Accept header or headers;
-an export cut half-way with spooling as shipped still ends without its last chunk.
+an export cut half-way with spooling as shipped still ends without its last chunk; and, with
+every timeout as shipped, throttled readers (a pause just under the send timeout after a
+burst, as curl --limit-rate does; 10 KB/s for longer than nginx's send_timeout) get whole
+exports, direct and through nginx (docs/export.md, "Throttled clients").
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import tempfile
 import threading
@@ -19,21 +23,24 @@ from pathlib import Path
 import pytest
 
 from devtools.production_stack import (
+    NGINX_SITE,
+    REPO,
     Gunicorn,
     Nginx,
     start_gunicorn,
     start_nginx,
 )
 from registry.loader.demo import write_demo_document
+from registry.settings import DEFAULTS
 from tests.conftest import TEST_SECRET, load_records, make_token
 from tests.e2e.raw_http import Answer, raw_request, request
-from tests.e2e.slow_client import SlowClient
+from tests.e2e.slow_client import Body, SlowClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx_installed")]
 
-# About 8.7 MB of NDJSON: more than nginx can push into the sockets ahead of a client that
-# does not read (a 64 KB window and nginx's send buffer, at most 4 MB on Linux by default), so
-# a held export stays open.
+# About 8.7 MB of NDJSON: far more than nginx can push into the sockets ahead of a client
+# that does not read (a 64 KB window and nginx's send buffer of 512 KB), so a held export
+# stays open, and a reader that pauses after a 1 MB burst leaves most of it waiting.
 ORIGINS = 10_000
 WORKERS = 3
 ADMIN = {"Authorization": f"Bearer {make_token()}"}
@@ -41,6 +48,11 @@ NDJSON = {**ADMIN, "Accept": "application/x-ndjson"}
 JSON_TYPE, NDJSON_TYPE, CSV_TYPE = "application/json", "application/x-ndjson", "text/csv"
 # A listing that matches nothing: small answers in every representation.
 EMPTY = "/registry/origins?search=zzqqxx-matches-nothing"
+# The send timeout docs/export.md documents: an export whose client takes nothing for this
+# long is cut, direct (REGISTRY_EXPORT_SEND_TIMEOUT_S) and through nginx (send_timeout).
+SEND_TIMEOUT_S = 120
+# What a bursty reader takes before it pauses: less than a held export leaves unsent.
+BURST = 1 << 20
 
 
 @dataclass
@@ -311,3 +323,85 @@ def test_an_export_cut_half_way_through_nginx_as_shipped_never_looks_complete(st
         "gunicorn answering again with new workers",
         seconds=60,
     )
+
+
+def shipped_timeouts() -> dict[str, float]:
+    """The export send timeout, gunicorn's worker timeout and nginx's timeouts as shipped."""
+    site = NGINX_SITE.read_text()
+    found = {
+        name: float(re.search(rf"^\s*{name} (\d+)s;", site, re.M).group(1))  # type: ignore[union-attr]
+        for name in ("send_timeout", "proxy_read_timeout")
+    }
+    gunicorn = (REPO / "gunicorn.conf.py").read_text()
+    worker = re.search(r'"REGISTRY_GUNICORN_TIMEOUT", "(\d+)"', gunicorn)
+    assert worker is not None
+    found["worker"] = float(worker.group(1))
+    found["export"] = float(DEFAULTS["REGISTRY_EXPORT_SEND_TIMEOUT_S"])
+    return found
+
+
+def test_the_shipped_timeouts_are_the_documented_ones():
+    """docs/export.md, "Throttled clients": 120 s without data before an export is cut, direct
+    and through nginx; gunicorn's worker timeout above it and nginx's read timeout above that."""
+    timeouts = shipped_timeouts()
+    assert timeouts["export"] == timeouts["send_timeout"] == SEND_TIMEOUT_S
+    assert timeouts["export"] < timeouts["worker"] < timeouts["proxy_read_timeout"]
+
+
+def read_in_bursts(client: SlowClient, pause: float) -> None:
+    """Take 1 MB at full speed, then nothing for pause seconds, as curl --limit-rate 10k does
+    (docs/export.md, "Throttled clients")."""
+    taken = 0
+    while taken < BURST:
+        chunk = client.sock.recv(65536)
+        if not chunk:
+            return
+        client.raw += chunk
+        taken += len(chunk)
+    time.sleep(pause)
+
+
+def test_throttled_readers_get_whole_exports_under_the_shipped_timeouts(stack: Stack):
+    """With every timeout as shipped, at once: a reader that stops for just under the send
+    timeout after a burst, direct and through nginx, and a reader at 10 KB/s through nginx
+    for longer than nginx's send_timeout (and at least 60 s): each export is complete."""
+    clients = {
+        "bursty, direct": SlowClient(stack.gunicorn.port, "/registry/origins", NDJSON),
+        "bursty, nginx": SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON),
+        "10 KB/s, nginx": SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON),
+    }
+    steady_seconds = max(60, SEND_TIMEOUT_S + 5)
+    plans: dict[str, Callable[[SlowClient], None]] = {
+        "bursty, direct": lambda client: read_in_bursts(client, SEND_TIMEOUT_S - 5),
+        "bursty, nginx": lambda client: read_in_bursts(client, SEND_TIMEOUT_S - 5),
+        "10 KB/s, nginx": lambda client: client.read_for(steady_seconds),
+    }
+    open_after_plan: dict[str, bool] = {}
+    bodies: dict[str, Body] = {}
+
+    def run(name: str) -> None:
+        """The reader's plan, then the rest at full speed."""
+        client = clients[name]
+        plans[name](client)
+        open_after_plan[name] = not client.body().complete
+        bodies[name] = client.read_rest()
+
+    for client in clients.values():
+        assert client.status == 200
+        # The reader's own timeout must outlast its pauses.
+        client.sock.settimeout(SEND_TIMEOUT_S * 2)
+    started = time.monotonic()
+    readers = [threading.Thread(target=run, args=(name,)) for name in clients]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    assert time.monotonic() - started >= steady_seconds
+    assert all(int(client.head["registry-total"]) == ORIGINS for client in clients.values())
+    # Per reader: still open after its pause or slow reading (the server waited on it), then
+    # complete, every row.
+    outcome = {
+        name: (open_after_plan[name], body.complete, len(body.lines()))
+        for name, body in bodies.items()
+    }
+    assert outcome == {name: (True, True, ORIGINS) for name in clients}
