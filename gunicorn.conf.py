@@ -30,9 +30,14 @@ worker_class = os.environ.get(
 )
 threads = int(os.environ.get("REGISTRY_THREADS", "1"))
 # A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
-# CSV) show one after each batch they write, so a long export runs as long as it moves,
-# while one stuck behind a client that stopped reading is ended after this long.
-timeout = int(os.environ.get("REGISTRY_GUNICORN_TIMEOUT", "30"))
+# CSV) show one after each batch they write, so a long export runs as long as it moves.
+# Above the export send timeout (REGISTRY_EXPORT_SEND_TIMEOUT_S, 120 s), which ends an
+# export whose client takes nothing for that long: a throttled curl takes nothing for up to
+# 100 s between its bursts, and must not lose its worker meanwhile (docs/export.md,
+# "Throttled clients"). The cost: a worker truly stuck is killed only after this long, and a
+# client sending half a request straight to gunicorn holds a worker as long (nginx in front
+# reads requests whole first).
+timeout = int(os.environ.get("REGISTRY_GUNICORN_TIMEOUT", "150"))
 graceful_timeout = 20
 keepalive = 5
 # A worker is replaced after this many requests, a guard against slow leaks. Each replacement

@@ -239,7 +239,9 @@ def render_site(
         text = (
             text[: match.start()] + ("" if match is not servers[0] else lines) + text[match.end() :]
         )
-    text = _replace_once(text, r"^(\s*)listen \d+;", rf"\g<1>listen 127.0.0.1:{listen_port};")
+    text = _replace_once(
+        text, r"^(\s*)listen \d+((?: [^;\n]+)?);", rf"\g<1>listen 127.0.0.1:{listen_port}\g<2>;"
+    )
     if limits is not None:
         text = _replace_once(text, r"rate=\d+r/s;", f"rate={limits.rate_per_s}r/s;")
         text = _replace_once(text, r"burst=\d+ nodelay;", f"burst={limits.burst} nodelay;")

@@ -55,8 +55,10 @@ DEFAULTS: dict[str, Any] = {
     # of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
     # An export whose client takes nothing for this long (seconds) is ended, cut short. Keep
-    # it below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT), which would end it harder.
-    "REGISTRY_EXPORT_SEND_TIMEOUT_S": 20.0,
+    # it below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT, 150 s), which would end it
+    # harder. 120 s: curl --limit-rate reads in bursts and then takes nothing for up to 100 s
+    # (docs/export.md, "Throttled clients"), and such a client must get its whole export.
+    "REGISTRY_EXPORT_SEND_TIMEOUT_S": 120.0,
     # The file whose locks count one instance's exports across its workers; gunicorn.conf.py
     # names one per instance. Unset: the process's own count.
     "REGISTRY_EXPORT_SLOTS_FILE": None,
