@@ -23,6 +23,8 @@ from pathlib import Path
 
 from gunicorn import util
 
+from registry import settings as _settings
+
 bind = os.environ.get("REGISTRY_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("REGISTRY_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = os.environ.get(
@@ -32,7 +34,11 @@ threads = int(os.environ.get("REGISTRY_THREADS", "1"))
 # A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
 # CSV) show one after each batch they write, so a long export runs as long as it moves,
 # while one stuck behind a client that stopped reading is ended after this long.
-timeout = int(os.environ.get("REGISTRY_GUNICORN_TIMEOUT", "30"))
+# The default lives in registry/settings.py, which also refuses an export send timeout that is
+# not below this one.
+timeout = int(
+    os.environ.get("REGISTRY_GUNICORN_TIMEOUT") or _settings.DEFAULTS["REGISTRY_GUNICORN_TIMEOUT"]
+)
 graceful_timeout = 20
 keepalive = 5
 # A worker is replaced after this many requests, a guard against slow leaks. Each replacement

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,9 +51,13 @@ DEFAULTS: dict[str, Any] = {
     # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
     # of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
-    # An export whose client takes nothing for this long (seconds) is ended, cut short. Keep
-    # it below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT), which would end it harder.
+    # An export whose client takes nothing for this long (seconds) is ended, cut short. It
+    # must be below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT), which would end it harder:
+    # check_export_send_timeout refuses any other value.
     "REGISTRY_EXPORT_SEND_TIMEOUT_S": 20.0,
+    # Seconds a gunicorn worker may show no sign of life before it is killed (gunicorn.conf.py
+    # reads it from here).
+    "REGISTRY_GUNICORN_TIMEOUT": 30,
     # The file whose locks count one instance's exports across its workers; gunicorn.conf.py
     # names one per instance. Unset: the process's own count.
     "REGISTRY_EXPORT_SLOTS_FILE": None,
@@ -69,8 +74,9 @@ _INTEGERS = {
     "REGISTRY_RETRY_AFTER_S",
     "REGISTRY_KEEP_GENERATIONS",
     "REGISTRY_MAX_EXPORTS",
+    "REGISTRY_GUNICORN_TIMEOUT",
 }
-_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_MAX_EXPORTS"}
+_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_MAX_EXPORTS", "REGISTRY_GUNICORN_TIMEOUT"}
 _FLOATS = {
     "REGISTRY_CONNECT_TIMEOUT_S",
     "REGISTRY_POOL_TIMEOUT_S",
@@ -95,7 +101,30 @@ def settings_from_environ(environ: Mapping[str, str] | None = None) -> dict[str,
         if raw is None or raw == "":
             continue
         found[name] = _convert(name, raw)
+    check_export_send_timeout({**DEFAULTS, **found})
     return found
+
+
+def check_export_send_timeout(settings: Mapping[str, Any]) -> None:
+    """Refuse a send timeout that is not finite, above 0 and below gunicorn's timeout.
+
+    0 or less would switch the socket's send timeout off (a client that stops reading would
+    hold its export and slot for ever), nan or inf would fail every export, and one at or past
+    the worker timeout lets gunicorn kill the worker before the export is ended properly.
+    """
+    value = settings["REGISTRY_EXPORT_SEND_TIMEOUT_S"]
+    worker = settings["REGISTRY_GUNICORN_TIMEOUT"]
+    try:
+        seconds, worker_seconds = float(value), float(worker)
+    except (TypeError, ValueError):
+        raise SettingsError(
+            f"REGISTRY_EXPORT_SEND_TIMEOUT_S must be a number of seconds, not {value!r}"
+        ) from None
+    if not (math.isfinite(seconds) and 0 < seconds < worker_seconds):
+        raise SettingsError(
+            "REGISTRY_EXPORT_SEND_TIMEOUT_S must be a finite number of seconds above 0 and "
+            f"below REGISTRY_GUNICORN_TIMEOUT ({worker}), not {value!r}"
+        )
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -125,6 +154,8 @@ def _convert(name: str, raw: str) -> Any:
             if name == "REGISTRY_MAX_REMOVED_PERCENT" and not 0 <= value <= 100:
                 raise SettingsError(f"{name} must be a percentage from 0 to 100, not {raw!r}")
             return value
+    except SettingsError:
+        raise
     except ValueError:
         raise SettingsError(f"{name} must be a number, not {raw!r}") from None
     if name in _BOOLEANS:
