@@ -11,9 +11,11 @@ Capacity (contract 11, docs/export.md):
 - At most REGISTRY_MAX_EXPORTS exports stream at once on one instance (registry.api.
   export_slots); one more is a 503 at once, so the other workers stay free for pages.
 - A client may read as slowly as it likes while it keeps reading: the transaction is exempt
-  from the idle limit, a thread keeps gunicorn's heartbeat going while a write waits, and
-  only a write that moves no data for REGISTRY_EXPORT_SEND_TIMEOUT_S (the client stopped
-  reading) ends the export, cut.
+  from the idle limit, a thread tells gunicorn the worker is alive while the export moves
+  (bytes taken by the client, rows fetched), and only a write that moves no data for
+  REGISTRY_EXPORT_SEND_TIMEOUT_S (the client stopped reading) ends the export, cut. An export
+  that does not move (a database that does not answer) shows no sign of life: its FETCH is
+  ended by statement_timeout, or the worker by gunicorn's timeout, and its slot is freed.
 - `Registry-Total` says how many rows will follow, from the export's own snapshot.
 
 The connection outlives the request: Flask's teardown runs before a streamed body is
@@ -27,8 +29,10 @@ mistakes a partial export for a whole one.
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import struct
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -68,7 +72,7 @@ BATCH = 2000
 PIECE = 64 * 1024
 # The slowest reader an export serves to the end (contract 11), in bytes a second.
 SLOWEST_RATE = 10 * 1024
-# How often an export tells gunicorn its worker is alive (well within any worker timeout).
+# How often an export looks for progress, and tells gunicorn its worker is alive if it moved.
 HEARTBEAT_S = 1.0
 
 
@@ -94,6 +98,16 @@ def limit_sending(sock: socket.socket, send_timeout: float) -> None:
     micros = int((send_timeout - seconds) * 1_000_000)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, micros))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_size(send_timeout))
+
+
+def unsent_bytes(fd: int) -> int:
+    """Bytes written to the socket fd that its peer has not acknowledged yet (SIOCOUTQ,
+    Linux); -1 when the socket cannot say (closed, not TCP)."""
+    try:
+        answer = fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0")
+    except OSError:
+        return -1
+    return int(struct.unpack("i", answer)[0])
 
 
 def init_exports(app: Flask) -> None:
@@ -169,6 +183,10 @@ class ExportBody:
         self._finished = False
         self._failed = False
         self._written_at: float | None = None
+        # Rows fetched and pieces begun: what the heartbeat counts as progress, with the
+        # bytes the client takes (unsent_bytes).
+        self._moves = 0
+        self._fd = -1
         self._streaming = False
         self._ended = threading.Event()
         self._cursor: psycopg.ServerCursor | None = None
@@ -200,10 +218,11 @@ class ExportBody:
         """The header (CSV), then each batch as soon as it is fetched."""
         if self._socket is not None:
             limit_sending(self._socket, self._send_timeout)
+            self._fd = self._socket.fileno()
         if self._heartbeat is not None:
             # gunicorn kills a sync worker that shows no sign of life for its timeout; a write
-            # to a slow reader may block for long, so a thread shows it while the export runs
-            # (the send and statement timeouts bound the export itself).
+            # to a slow reader may block for long, so a thread shows it while the export moves
+            # (and only then: a stuck export must not keep its worker and slot for ever).
             threading.Thread(target=self._beat, name="export-heartbeat", daemon=True).start()
         try:
             batch, self._first = self._first, []
@@ -211,6 +230,7 @@ class ExportBody:
                 yield from self._pieces(self._head + (self._render(batch) if batch else b""))
             while batch and self._cursor is not None:
                 batch = fetch_export_batch(self._cursor, BATCH)
+                self._moves += 1
                 if batch:
                     yield from self._pieces(self._render(batch))
             self._finished = True
@@ -225,15 +245,24 @@ class ExportBody:
     def _pieces(self, data: bytes) -> Iterator[bytes]:
         """data in pieces of at most PIECE bytes, noting when each one's write began."""
         for start in range(0, len(data), PIECE):
+            self._moves += 1
             self._written_at = time.monotonic()
             yield data if len(data) <= PIECE else data[start : start + PIECE]
             self._written_at = None
 
     def _beat(self) -> None:
-        """Show gunicorn the worker is alive, every HEARTBEAT_S, until the export ends."""
+        """Every HEARTBEAT_S until the export ends, show gunicorn the worker is alive if the
+        export moved since the last look: rows fetched, a piece begun, or bytes taken by the
+        client (the socket's unacknowledged bytes changed). A FETCH the database does not
+        answer, or a write the client takes nothing of, moves nothing: the statement timeout,
+        the send timeout or, last, gunicorn's timeout ends it."""
         assert self._heartbeat is not None
+        seen: tuple[int, int] | None = None
         while not self._ended.wait(HEARTBEAT_S):
-            self._heartbeat()
+            now = (self._moves, unsent_bytes(self._fd) if self._fd >= 0 else -1)
+            if now != seen:
+                self._heartbeat()
+            seen = now
 
     def close(self) -> None:
         """End the export and give the connection back (once; the server calls this too)."""

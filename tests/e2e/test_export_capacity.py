@@ -179,6 +179,54 @@ def wait_until_no_export(stack: Stack) -> bool:
     return True
 
 
+def local_backend(pid: int) -> bool:
+    """Whether pid is a PostgreSQL process of this machine that this test may signal."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            if b"postgres" not in cmdline.read():
+                return False
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def test_an_export_whose_database_stops_answering_frees_its_worker_and_slot(stack: Stack):
+    """The export's backend paused (SIGSTOP) while the client reads as fast as it can: the
+    worker waits on a FETCH that moves nothing, so it shows gunicorn no sign of life and is
+    ended by the worker timeout; the body is cut, and the slot (the only one) is free for the
+    next export while the backend is still paused."""
+    assert wait_until_no_export(stack)
+    client = SlowClient(stack.port("direct"), stack.target("direct"), NDJSON)
+    assert client.status == 200
+    wait_for(lambda: len(export_sessions(stack.conninfo)) == 1, "the export's transaction")
+    [backend] = export_sessions(stack.conninfo)
+    if not local_backend(backend):
+        pytest.skip("the test database's server runs elsewhere: its backend cannot be paused")
+    workers = stack.gunicorn.worker_pids()
+    bodies = []
+    reader = threading.Thread(target=lambda: bodies.append(client.read_rest()), daemon=True)
+    os.kill(backend, signal.SIGSTOP)
+    try:
+        reader.start()
+        wait_for(
+            lambda: not reader.is_alive(),
+            "the export stuck on its database ended",
+            seconds=WORKER_TIMEOUT_S * 3,
+        )
+        [body] = bodies
+        assert not body.complete
+        assert len(body.lines()) < ORIGINS
+        # Its worker was ended (the worker timeout), and the slot went with it.
+        wait_for(lambda: not workers <= stack.gunicorn.worker_pids(), "the stuck worker ended")
+        again = request(stack.gunicorn.port, "/registry/origins", headers=NDJSON)
+        assert again.status == 200 and again.body.count(b"\n") == ORIGINS
+    finally:
+        os.kill(backend, signal.SIGCONT)
+    all_workers_answer(stack)
+    assert wait_until_no_export(stack)
+
+
 @pytest.mark.parametrize("cut", ["backend terminated", "worker killed"])
 @pytest.mark.parametrize("through", ["direct", "unspooled"])
 def test_an_export_cut_half_way_never_looks_complete(stack: Stack, through: str, cut: str):
