@@ -271,13 +271,19 @@ class ExportBody:
         self._open = False
         self._ended.set()
         started = self._streaming
+        # Each step runs whatever the one before it raised: the slot above all, which would
+        # otherwise stay taken until the worker ends.
         try:
-            close_origin_export(self._conn, self._cursor)
+            try:
+                close_origin_export(self._conn, self._cursor)
+            finally:
+                self._give_back()
         finally:
-            self._give_back()
-            self._release()
-            if started:
-                observe_export_ended(None if self._finished else self._cut_cause())
+            try:
+                self._release()
+            finally:
+                if started:
+                    observe_export_ended(None if self._finished else self._cut_cause())
 
     def _cut_cause(self) -> str:
         """Why the export ends early: the server stopped writing to a client that went away or
