@@ -187,6 +187,7 @@ class ExportBody:
         # bytes the client takes (unsent_bytes).
         self._moves = 0
         self._fd = -1
+        # The server began sending the body (the export counts in the metrics from then).
         self._streaming = False
         self._ended = threading.Event()
         self._cursor: psycopg.ServerCursor | None = None
@@ -211,11 +212,16 @@ class ExportBody:
         self.stamp, self._cursor, self._first = opened.stamp, opened.cursor, opened.first
         self.total = opened.total
         self._head, self._render = layout(opened)
-        self._streaming = True
-        observe_export_started()
 
     def __iter__(self) -> Iterator[bytes]:
-        """The header (CSV), then each batch as soon as it is fetched."""
+        """The header (CSV), then each batch as soon as it is fetched.
+
+        The export counts in the metrics (in flight, then whole or cut) from here: an answer
+        whose body is never sent (HEAD, a 304 decided on the export's own generation) is
+        closed without being iterated, and is no export, whole or cut.
+        """
+        self._streaming = True
+        observe_export_started()
         if self._socket is not None:
             limit_sending(self._socket, self._send_timeout)
             self._fd = self._socket.fileno()

@@ -310,6 +310,37 @@ def test_pages_answer_while_exports_stream_to_stalled_clients(stack: Stack, thro
         assert body.complete and len(body.lines()) == ORIGINS
 
 
+def export_series(stack: Stack) -> dict[str, float]:
+    """Every sample of the export metrics (summed over the workers), by its series."""
+    text = request(stack.gunicorn.port, "/metrics").body.decode()
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("registry_exports_")
+    }
+
+
+def test_head_and_304_on_an_export_are_no_export_in_the_metrics(stack: Stack):
+    """HEAD on an export's URL takes a slot and reads Registry-Total, but sends no body: it is
+    counted as the request it is (registry_http_requests_total, HEAD, 200), never as an export
+    streamed or cut; nor is a 304."""
+    assert wait_until_no_export(stack)
+    before = export_series(stack)
+    requests = 'registry_http_requests_total{method="HEAD",route="/registry/origins",status="200"}'
+    heads = metric(stack, requests)
+    head = request(stack.gunicorn.port, "/registry/origins", method="HEAD", headers=NDJSON)
+    assert head.status == 200 and head.body == b""
+    assert head.header("Registry-Total") == str(ORIGINS)
+    etag = head.header("ETag")
+    assert etag is not None
+    again = request(
+        stack.gunicorn.port, "/registry/origins", headers={**NDJSON, "If-None-Match": etag}
+    )
+    assert again.status == 304
+    wait_for(lambda: metric(stack, requests) == heads + 1, "the HEAD counted as a request")
+    assert export_series(stack) == before
+
+
 def test_nginx_refuses_a_client_over_its_limits_with_429(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ):
