@@ -12,7 +12,7 @@ Capacity (contract 11, docs/export.md):
   export_slots); one more is a 503 at once, so the other workers stay free for pages.
 - A client may read as slowly as it likes while it keeps reading: the transaction is exempt
   from the idle limit, a thread tells gunicorn the worker is alive while the export moves
-  (bytes taken by the client, rows fetched), and only a write that moves no data for
+  (batches fetched, a write to the client under way), and only a write that moves no data for
   REGISTRY_EXPORT_SEND_TIMEOUT_S (the client stopped reading) ends the export, cut. An export
   that does not move (a database that does not answer) shows no sign of life: its FETCH is
   ended by statement_timeout, or the worker by gunicorn's timeout, and its slot is freed.
@@ -29,10 +29,8 @@ mistakes a partial export for a whole one.
 
 from __future__ import annotations
 
-import fcntl
 import socket
 import struct
-import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -98,16 +96,6 @@ def limit_sending(sock: socket.socket, send_timeout: float) -> None:
     micros = int((send_timeout - seconds) * 1_000_000)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, micros))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_size(send_timeout))
-
-
-def unsent_bytes(fd: int) -> int:
-    """Bytes written to the socket fd that its peer has not acknowledged yet (SIOCOUTQ,
-    Linux); -1 when the socket cannot say (closed, not TCP)."""
-    try:
-        answer = fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0")
-    except OSError:
-        return -1
-    return int(struct.unpack("i", answer)[0])
 
 
 def init_exports(app: Flask) -> None:
@@ -183,10 +171,9 @@ class ExportBody:
         self._finished = False
         self._failed = False
         self._written_at: float | None = None
-        # Rows fetched and pieces begun: what the heartbeat counts as progress, with the
-        # bytes the client takes (unsent_bytes).
+        # Batches fetched and pieces begun: what the heartbeat counts as progress, with a
+        # write to the client under way.
         self._moves = 0
-        self._fd = -1
         # The server began sending the body (the export counts in the metrics from then).
         self._streaming = False
         self._ended = threading.Event()
@@ -224,7 +211,6 @@ class ExportBody:
         observe_export_started()
         if self._socket is not None:
             limit_sending(self._socket, self._send_timeout)
-            self._fd = self._socket.fileno()
         if self._heartbeat is not None:
             # gunicorn kills a sync worker that shows no sign of life for its timeout; a write
             # to a slow reader may block for long, so a thread shows it while the export moves
@@ -258,17 +244,19 @@ class ExportBody:
 
     def _beat(self) -> None:
         """Every HEARTBEAT_S until the export ends, show gunicorn the worker is alive if the
-        export moved since the last look: rows fetched, a piece begun, or bytes taken by the
-        client (the socket's unacknowledged bytes changed). A FETCH the database does not
-        answer, or a write the client takes nothing of, moves nothing: the statement timeout,
-        the send timeout or, last, gunicorn's timeout ends it."""
+        export moves: a batch fetched or a piece begun since the last look, or a write to the
+        client under way. A write may wait long on a slow reader that is still reading (from
+        its own receive buffer, where the server cannot see it), and only the send timeout
+        tells it from one that stopped. A FETCH the database does not answer moves nothing:
+        the statement timeout or, where the server cannot even enforce that (paused,
+        unreachable), gunicorn's timeout ends it, and the slot goes with the worker."""
         assert self._heartbeat is not None
-        seen: tuple[int, int] | None = None
+        seen = -1
         while not self._ended.wait(HEARTBEAT_S):
-            now = (self._moves, unsent_bytes(self._fd) if self._fd >= 0 else -1)
-            if now != seen:
+            moves = self._moves
+            if moves != seen or self._written_at is not None:
                 self._heartbeat()
-            seen = now
+            seen = moves
 
     def close(self) -> None:
         """End the export and give the connection back (once; the server calls this too)."""
