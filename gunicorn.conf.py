@@ -140,17 +140,22 @@ def child_exit(server, worker):
     # to PROMETHEUS_MULTIPROC_DIR.
     from prometheus_client import multiprocess
 
+    from registry.api.metrics_files import lost_exports
+
     # An exception here would end gunicorn's main loop, master and all: log it instead (the
     # dead worker's counts are then missing from the figures, and its files stay).
     try:
+        # Read before the library removes the dead worker's live gauges.
+        lost = lost_exports(os.environ["PROMETHEUS_MULTIPROC_DIR"], worker.pid)
         multiprocess.mark_process_dead(worker.pid)
-        _fold_dead_worker_counts(worker.pid)
+        _fold_dead_worker_counts(worker.pid, lost)
     except Exception:
         server.log.exception("could not fold the metrics files of worker %s", worker.pid)
 
 
-def _fold_dead_worker_counts(pid):
-    """Add a dead worker's counter and histogram files into one archive file per kind.
+def _fold_dead_worker_counts(pid, lost_exports=0.0):
+    """Add a dead worker's counter and histogram files into one archive file per kind, and
+    the exports it died with (still in flight) as cut with cause worker_lost.
 
     Workers are recycled (max_requests) and reloaded all the time, and every scrape reads every
     file: left alone, the folder would grow by two files per dead worker and scrapes would slow
@@ -161,7 +166,7 @@ def _fold_dead_worker_counts(pid):
 
     from prometheus_client.mmap_dict import MmapedDict
 
-    from registry.api.metrics_files import file_values
+    from registry.api.metrics_files import file_values, is_worker_lost_cut
 
     folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     with open(folder / METRICS_LOCK, "a") as lock:
@@ -173,6 +178,8 @@ def _fold_dead_worker_counts(pid):
             archive = MmapedDict(str(folder / f"{kind}_archive.db"))
             try:
                 for key, value, timestamp, _ in file_values(str(dead)):
+                    if lost_exports and is_worker_lost_cut(key):
+                        value += lost_exports
                     current, _ = archive.read_value(key)
                     archive.write_value(key, current + value, timestamp)
             finally:

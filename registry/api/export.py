@@ -169,7 +169,8 @@ class ExportBody:
         self._release = release
         self._open = True
         self._finished = False
-        self._failed = False
+        # What ended the export early, when it failed on its own side (not the client's).
+        self._failure: BaseException | None = None
         self._written_at: float | None = None
         # Batches fetched and pieces begun: what the heartbeat counts as progress, with a
         # write to the client under way.
@@ -228,8 +229,8 @@ class ExportBody:
             self._finished = True
         except GeneratorExit:
             raise
-        except BaseException:
-            self._failed = True
+        except BaseException as error:
+            self._failure = error
             raise
         finally:
             self.close()
@@ -281,8 +282,11 @@ class ExportBody:
 
     def _cut_cause(self) -> str:
         """Why the export ends early: the server stopped writing to a client that went away or
-        stopped reading, or anything else (the database, a shutdown)."""
-        if self._failed or self._written_at is None:
+        stopped reading, the database failed (lost, or a FETCH past its time budget), or
+        anything else (a shutdown)."""
+        if isinstance(self._failure, psycopg.Error):
+            return "database"
+        if self._failure is not None or self._written_at is None:
             return "other"
         waited = time.monotonic() - self._written_at
         # A piece the client did not take within the send timeout; else the client left.

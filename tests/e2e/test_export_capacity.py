@@ -135,11 +135,16 @@ def test_an_export_cut_half_way_never_looks_complete(
     stack: Stack, export: str, through: str, cut: str
 ):
     """The export's database session is terminated, or its worker killed, while the client is
-    mid-way: the client's body ends without its last chunk and short of Registry-Total."""
+    mid-way: the client's body ends without its last chunk and short of Registry-Total, and
+    the export is counted as cut by the database, or by its worker lost (which the dead
+    worker cannot count: gunicorn's master does)."""
     # An earlier case's export session (a killed worker's outlives it for a moment on a busy
     # machine) would be counted as this one's, and terminated instead of it.
     assert wait_until_no_export(stack)
     expected = stack.total(export)
+    cause = "database" if cut == "backend terminated" else "worker_lost"
+    cuts = f'registry_exports_cut_total{{cause="{cause}"}}'
+    before = export_series(stack)
     client = SlowClient(stack.port(through), stack.target(through, export), NDJSON)
     total = int(client.head["registry-total"])
     client.read_for(0.5)
@@ -156,6 +161,12 @@ def test_an_export_cut_half_way_never_looks_complete(
     assert not body.complete
     assert len(body.lines()) < total == expected
     all_workers_answer(stack)
+    counted = before.get(cuts, 0.0) + 1
+    wait_for(lambda: metric(stack, cuts) == counted, f"the export counted in {cuts}")
+    after = export_series(stack)
+    assert {name: after[name] - before[name] for name in before if after[name] != before[name]} == {
+        cuts: 1
+    }, "one cut, of that cause, and no export left in flight"
 
 
 @pytest.mark.parametrize("export", EXPORTS)
