@@ -32,8 +32,10 @@ worker_class = os.environ.get(
 )
 threads = int(os.environ.get("REGISTRY_THREADS", "1"))
 # A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
-# CSV) show one after each batch they write, so a long export runs as long as it moves,
-# while one stuck behind a client that stopped reading is ended after this long.
+# CSV) show one while they move (a batch fetched, a write to the client under way), so a
+# long export runs as long as it moves, while one stuck on a database that does not answer
+# is ended after this long (one whose client stopped reading is ended sooner, by the send
+# timeout, REGISTRY_EXPORT_SEND_TIMEOUT_S).
 # The default lives in registry/settings.py, which also refuses an export send timeout that is
 # not below this one.
 timeout = int(
@@ -114,7 +116,7 @@ def _database(worker):
 def post_worker_init(worker):
     """Open this worker's database pool once its app is loaded (never in the master).
 
-    And give the app the worker's heartbeat, which a streamed export calls after each batch.
+    And give the app the worker's heartbeat, which a streamed export calls while it moves.
     """
     database = _database(worker)
     if database is not None:
