@@ -134,18 +134,37 @@ def wait_for(condition: Callable[[], bool], what: str, seconds: float = 30) -> N
 
 
 def export_sessions(conninfo: str) -> list[int]:
-    """The backends of the database that are inside an export's transaction."""
+    """The backends of the database that wait inside an export's transaction (their last
+    statement a FETCH of the export's cursor)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
             " AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'"
+            " AND query LIKE 'FETCH%'"
         ).fetchall()
     return [int(pid) for (pid,) in rows]
 
 
+def open_transactions(conninfo: str) -> int:
+    """How many other backends of the database are inside a transaction, in any state."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def wait_until_no_export(stack: Stack) -> bool:
-    """Wait until no export transaction is open."""
-    wait_for(lambda: export_sessions(stack.conninfo) == [], "no export transaction left")
+    """Wait until no export streams and no transaction is open (a case's export, or the
+    session of a killed worker's, left over from the case before)."""
+    wait_for(
+        lambda: (
+            metric(stack, "registry_exports_in_flight") == 0
+            and open_transactions(stack.conninfo) == 0
+        ),
+        "no export and no transaction left",
+    )
     return True
 
 

@@ -64,6 +64,7 @@ def row_ids(lines: list[bytes]) -> list[str]:
 def test_a_slow_reader_gets_the_whole_export(stack: Stack, export: str, through: str):
     """Read at 10 KB/s past the idle limit and gunicorn's timeout: the export still ends with
     its last chunk, every row there, as many as Registry-Total said."""
+    assert wait_until_no_export(stack)  # the one slot is free
     total = stack.total(export)
     client = SlowClient(stack.port(through), stack.target(through, export), NDJSON)
     assert client.status == 200
@@ -78,6 +79,7 @@ def test_a_slow_reader_gets_the_whole_export(stack: Stack, export: str, through:
 def test_a_client_that_stops_reading_loses_its_export_after_the_send_timeout(stack: Stack):
     """Nothing taken for longer than the send timeout: the export ends, cut (no last chunk),
     counted as a send timeout; the worker answers again."""
+    assert wait_until_no_export(stack)
     before = metric(stack, 'registry_exports_cut_total{cause="send_timeout"}')
     client = SlowClient(stack.port("direct"), stack.target("direct"), NDJSON)
     wait_for(
@@ -174,6 +176,7 @@ def test_one_export_past_the_limit_is_refused_at_once(stack: Stack, export: str)
     """Two workers: at most one export (half of them). A second one, of either kind, is a 503
     with the JSON body, a message naming the limit and Retry-After, while the first streams
     on to the end."""
+    assert wait_until_no_export(stack)
     total = stack.total(export)
     other = EXPORTS[1 - EXPORTS.index(export)]
     refused_before = metric(stack, 'registry_exports_refused_total{cause="limit"}')
@@ -307,6 +310,7 @@ def test_nginx_refuses_a_second_export_from_one_client_with_429(
 ):
     """deploy/nginx.conf's exports at once per client address, set to one: a second export of
     either kind is a 429 with the JSON body and Retry-After; pages still pass."""
+    assert wait_until_no_export(stack)
     one_export = start_nginx(
         tmp_path_factory.mktemp("exports"),
         stack.gunicorn.port,
@@ -330,8 +334,9 @@ def test_nginx_refuses_a_second_export_from_one_client_with_429(
 
 def test_a_client_that_leaves_is_counted(stack: Stack):
     """A reset mid-export: counted as cut by a client gone, and the connection freed."""
+    # So that the one session and the one cut counted below are this one's.
+    assert wait_until_no_export(stack)
     before = metric(stack, 'registry_exports_cut_total{cause="client_gone"}')
-    assert wait_until_no_export(stack)  # so that the one session counted below is this one's
     client = SlowClient(stack.port("direct"), stack.target("direct"), NDJSON)
     wait_for(lambda: len(export_sessions(stack.conninfo)) == 1, "the export's transaction")
     client.reset()
@@ -345,6 +350,7 @@ def test_a_client_that_leaves_is_counted(stack: Stack):
 def test_two_loads_during_a_slow_export_do_not_cut_it(stack: Stack):
     """Two loads commit while the export waits on its client: the generation it reads is
     past retention (two kept) but not dropped under it, and it ends complete on it."""
+    assert wait_until_no_export(stack)
     client = SlowClient(stack.port("direct"), stack.target("direct"), NDJSON)
     generation = int(client.head["registry-generation"])
     client.read_for(0.5)

@@ -36,7 +36,8 @@ class Case:
 CASES = {
     "3 workers: 1": Case(3, 1, None, 1),
     "5 workers: 2": Case(5, 1, None, 2),
-    "2 workers of 2 threads: 2": Case(2, 2, None, 2),
+    # One process, so that no request is queued behind its exports in a busy worker.
+    "1 worker of 4 threads: 2": Case(1, 4, None, 2),
     "4 workers, set to 3": Case(4, 1, "3", 3),
 }
 
