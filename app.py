@@ -15,7 +15,7 @@ from registry.api.generations import register_generations
 from registry.api.metrics import register_metrics
 from registry.api.request_log import register_request_logging
 from registry.api.responses import OrjsonProvider
-from registry.settings import DEFAULTS, settings_from_environ
+from registry.settings import DEFAULTS, check_export_send_timeout, settings_from_environ
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -25,6 +25,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(settings_from_environ())
     if config:
         app.config.update(config)
+        check_export_send_timeout(app.config)
     app.json = OrjsonProvider(app)
     configure_logger(app)
     register_request_logging(app)

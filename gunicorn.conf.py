@@ -23,6 +23,8 @@ from pathlib import Path
 
 from gunicorn import util
 
+from registry import settings as _settings
+
 bind = os.environ.get("REGISTRY_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("REGISTRY_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 worker_class = os.environ.get(
@@ -30,14 +32,19 @@ worker_class = os.environ.get(
 )
 threads = int(os.environ.get("REGISTRY_THREADS", "1"))
 # A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
-# CSV) show one after each batch they write, so a long export runs as long as it moves.
-# Above the export send timeout (REGISTRY_EXPORT_SEND_TIMEOUT_S, 120 s), which ends an
-# export whose client takes nothing for that long: a throttled curl takes nothing for up to
-# 100 s between its bursts, and must not lose its worker meanwhile (docs/export.md,
-# "Throttled clients"). The cost: a worker truly stuck is killed only after this long, and a
-# client sending half a request straight to gunicorn holds a worker as long (nginx in front
-# reads requests whole first).
-timeout = int(os.environ.get("REGISTRY_GUNICORN_TIMEOUT", "150"))
+# CSV) show one while they move (a batch fetched, a write to the client under way), so a
+# long export runs as long as it moves, while one stuck on a database that does not answer
+# is ended after this long. Above the export send timeout (REGISTRY_EXPORT_SEND_TIMEOUT_S,
+# 120 s), which ends an export whose client takes nothing for that long: a throttled curl
+# takes nothing for up to 100 s between its bursts, and must not lose its worker meanwhile
+# (docs/export.md, "Throttled clients"). The cost: a worker truly stuck is killed only after
+# this long, and a client sending half a request straight to gunicorn holds a worker as long
+# (nginx in front reads requests whole first).
+# The default lives in registry/settings.py, which also refuses an export send timeout that is
+# not below this one.
+timeout = int(
+    os.environ.get("REGISTRY_GUNICORN_TIMEOUT") or _settings.DEFAULTS["REGISTRY_GUNICORN_TIMEOUT"]
+)
 graceful_timeout = 20
 keepalive = 5
 # A worker is replaced after this many requests, a guard against slow leaks. Each replacement
@@ -114,7 +121,7 @@ def _database(worker):
 def post_worker_init(worker):
     """Open this worker's database pool once its app is loaded (never in the master).
 
-    And give the app the worker's heartbeat, which a streamed export calls after each batch.
+    And give the app the worker's heartbeat, which a streamed export calls while it moves.
     """
     database = _database(worker)
     if database is not None:
@@ -140,17 +147,22 @@ def child_exit(server, worker):
     # to PROMETHEUS_MULTIPROC_DIR.
     from prometheus_client import multiprocess
 
+    from registry.api.metrics_files import lost_exports
+
     # An exception here would end gunicorn's main loop, master and all: log it instead (the
     # dead worker's counts are then missing from the figures, and its files stay).
     try:
+        # Read before the library removes the dead worker's live gauges.
+        lost = lost_exports(os.environ["PROMETHEUS_MULTIPROC_DIR"], worker.pid)
         multiprocess.mark_process_dead(worker.pid)
-        _fold_dead_worker_counts(worker.pid)
+        _fold_dead_worker_counts(worker.pid, lost)
     except Exception:
         server.log.exception("could not fold the metrics files of worker %s", worker.pid)
 
 
-def _fold_dead_worker_counts(pid):
-    """Add a dead worker's counter and histogram files into one archive file per kind.
+def _fold_dead_worker_counts(pid, lost_exports=0.0):
+    """Add a dead worker's counter and histogram files into one archive file per kind, and
+    the exports it died with (still in flight) as cut with cause worker_lost.
 
     Workers are recycled (max_requests) and reloaded all the time, and every scrape reads every
     file: left alone, the folder would grow by two files per dead worker and scrapes would slow
@@ -161,7 +173,7 @@ def _fold_dead_worker_counts(pid):
 
     from prometheus_client.mmap_dict import MmapedDict
 
-    from registry.api.metrics_files import file_values
+    from registry.api.metrics_files import file_values, is_worker_lost_cut
 
     folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     with open(folder / METRICS_LOCK, "a") as lock:
@@ -173,6 +185,8 @@ def _fold_dead_worker_counts(pid):
             archive = MmapedDict(str(folder / f"{kind}_archive.db"))
             try:
                 for key, value, timestamp, _ in file_values(str(dead)):
+                    if lost_exports and is_worker_lost_cut(key):
+                        value += lost_exports
                     current, _ = archive.read_value(key)
                     archive.write_value(key, current + value, timestamp)
             finally:

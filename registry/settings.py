@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,11 +55,15 @@ DEFAULTS: dict[str, Any] = {
     # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
     # of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
-    # An export whose client takes nothing for this long (seconds) is ended, cut short. Keep
-    # it below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT, 150 s), which would end it
-    # harder. 120 s: curl --limit-rate reads in bursts and then takes nothing for up to 100 s
-    # (docs/export.md, "Throttled clients"), and such a client must get its whole export.
+    # An export whose client takes nothing for this long (seconds) is ended, cut short. It
+    # must be below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT), which would end it harder:
+    # check_export_send_timeout refuses any other value. 120 s: curl --limit-rate reads in
+    # bursts and then takes nothing for up to 100 s (docs/export.md, "Throttled clients"), and
+    # such a client must get its whole export.
     "REGISTRY_EXPORT_SEND_TIMEOUT_S": 120.0,
+    # Seconds a gunicorn worker may show no sign of life before it is killed (gunicorn.conf.py
+    # reads it from here); above the send timeout.
+    "REGISTRY_GUNICORN_TIMEOUT": 150,
     # The file whose locks count one instance's exports across its workers; gunicorn.conf.py
     # names one per instance. Unset: the process's own count.
     "REGISTRY_EXPORT_SLOTS_FILE": None,
@@ -75,8 +80,9 @@ _INTEGERS = {
     "REGISTRY_RETRY_AFTER_S",
     "REGISTRY_KEEP_GENERATIONS",
     "REGISTRY_MAX_EXPORTS",
+    "REGISTRY_GUNICORN_TIMEOUT",
 }
-_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_MAX_EXPORTS"}
+_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_MAX_EXPORTS", "REGISTRY_GUNICORN_TIMEOUT"}
 _FLOATS = {
     "REGISTRY_CONNECT_TIMEOUT_S",
     "REGISTRY_POOL_TIMEOUT_S",
@@ -102,7 +108,30 @@ def settings_from_environ(environ: Mapping[str, str] | None = None) -> dict[str,
         if raw is None or raw == "":
             continue
         found[name] = _convert(name, raw)
+    check_export_send_timeout({**DEFAULTS, **found})
     return found
+
+
+def check_export_send_timeout(settings: Mapping[str, Any]) -> None:
+    """Refuse a send timeout that is not finite, above 0 and below gunicorn's timeout.
+
+    0 or less would switch the socket's send timeout off (a client that stops reading would
+    hold its export and slot for ever), nan or inf would fail every export, and one at or past
+    the worker timeout lets gunicorn kill the worker before the export is ended properly.
+    """
+    value = settings["REGISTRY_EXPORT_SEND_TIMEOUT_S"]
+    worker = settings["REGISTRY_GUNICORN_TIMEOUT"]
+    try:
+        seconds, worker_seconds = float(value), float(worker)
+    except (TypeError, ValueError):
+        raise SettingsError(
+            f"REGISTRY_EXPORT_SEND_TIMEOUT_S must be a number of seconds, not {value!r}"
+        ) from None
+    if not (math.isfinite(seconds) and 0 < seconds < worker_seconds):
+        raise SettingsError(
+            "REGISTRY_EXPORT_SEND_TIMEOUT_S must be a finite number of seconds above 0 and "
+            f"below REGISTRY_GUNICORN_TIMEOUT ({worker}), not {value!r}"
+        )
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -134,6 +163,8 @@ def _convert(name: str, raw: str) -> Any:
             if name == "REGISTRY_LOAD_VACUUM_WAIT_S" and not 0 <= value < float("inf"):
                 raise SettingsError(f"{name} must be a number of seconds, 0 or more, not {raw!r}")
             return value
+    except SettingsError:
+        raise
     except ValueError:
         raise SettingsError(f"{name} must be a number, not {raw!r}") from None
     if name in _BOOLEANS:

@@ -40,6 +40,8 @@ TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 LONGEST_FIRST = (
     "tests/e2e/test_export_capacity.py",  # 141
     "tests/api/test_schemathesis.py",  # 52
+    "tests/e2e/test_export_restart.py",  # 36 (one process)
+    "tests/e2e/test_export_limit.py",  # 33 (one process)
     "tests/e2e/test_paths_operators_take.py",  # 41
     "tests/loader/test_create_reader.py",  # 36
     "tests/properties/test_generation_sweep.py",  # 30

@@ -11,9 +11,11 @@ Capacity (contract 11, docs/export.md):
 - At most REGISTRY_MAX_EXPORTS exports stream at once on one instance (registry.api.
   export_slots); one more is a 503 at once, so the other workers stay free for pages.
 - A client may read as slowly as it likes while it keeps reading: the transaction is exempt
-  from the idle limit, a thread keeps gunicorn's heartbeat going while a write waits, and
-  only a write that moves no data for REGISTRY_EXPORT_SEND_TIMEOUT_S (the client stopped
-  reading) ends the export, cut.
+  from the idle limit, a thread tells gunicorn the worker is alive while the export moves
+  (batches fetched, a write to the client under way), and only a write that moves no data for
+  REGISTRY_EXPORT_SEND_TIMEOUT_S (the client stopped reading) ends the export, cut. An export
+  that does not move (a database that does not answer) shows no sign of life: its FETCH is
+  ended by statement_timeout, or the worker by gunicorn's timeout, and its slot is freed.
 - `Registry-Total` says how many rows will follow, from the export's own snapshot.
 
 The connection outlives the request: Flask's teardown runs before a streamed body is
@@ -68,7 +70,7 @@ BATCH = 2000
 PIECE = 64 * 1024
 # The slowest reader an export serves to the end (contract 11), in bytes a second.
 SLOWEST_RATE = 10 * 1024
-# How often an export tells gunicorn its worker is alive (well within any worker timeout).
+# How often an export looks for progress, and tells gunicorn its worker is alive if it moved.
 HEARTBEAT_S = 1.0
 
 
@@ -167,8 +169,13 @@ class ExportBody:
         self._release = release
         self._open = True
         self._finished = False
-        self._failed = False
+        # What ended the export early, when it failed on its own side (not the client's).
+        self._failure: BaseException | None = None
         self._written_at: float | None = None
+        # Batches fetched and pieces begun: what the heartbeat counts as progress, with a
+        # write to the client under way.
+        self._moves = 0
+        # The server began sending the body (the export counts in the metrics from then).
         self._streaming = False
         self._ended = threading.Event()
         self._cursor: psycopg.ServerCursor | None = None
@@ -193,17 +200,22 @@ class ExportBody:
         self.stamp, self._cursor, self._first = opened.stamp, opened.cursor, opened.first
         self.total = opened.total
         self._head, self._render = layout(opened)
-        self._streaming = True
-        observe_export_started()
 
     def __iter__(self) -> Iterator[bytes]:
-        """The header (CSV), then each batch as soon as it is fetched."""
+        """The header (CSV), then each batch as soon as it is fetched.
+
+        The export counts in the metrics (in flight, then whole or cut) from here: an answer
+        whose body is never sent (HEAD, a 304 decided on the export's own generation) is
+        closed without being iterated, and is no export, whole or cut.
+        """
+        self._streaming = True
+        observe_export_started()
         if self._socket is not None:
             limit_sending(self._socket, self._send_timeout)
         if self._heartbeat is not None:
             # gunicorn kills a sync worker that shows no sign of life for its timeout; a write
-            # to a slow reader may block for long, so a thread shows it while the export runs
-            # (the send and statement timeouts bound the export itself).
+            # to a slow reader may block for long, so a thread shows it while the export moves
+            # (and only then: a stuck export must not keep its worker and slot for ever).
             threading.Thread(target=self._beat, name="export-heartbeat", daemon=True).start()
         try:
             batch, self._first = self._first, []
@@ -211,13 +223,14 @@ class ExportBody:
                 yield from self._pieces(self._head + (self._render(batch) if batch else b""))
             while batch and self._cursor is not None:
                 batch = fetch_export_batch(self._cursor, BATCH)
+                self._moves += 1
                 if batch:
                     yield from self._pieces(self._render(batch))
             self._finished = True
         except GeneratorExit:
             raise
-        except BaseException:
-            self._failed = True
+        except BaseException as error:
+            self._failure = error
             raise
         finally:
             self.close()
@@ -225,15 +238,26 @@ class ExportBody:
     def _pieces(self, data: bytes) -> Iterator[bytes]:
         """data in pieces of at most PIECE bytes, noting when each one's write began."""
         for start in range(0, len(data), PIECE):
+            self._moves += 1
             self._written_at = time.monotonic()
             yield data if len(data) <= PIECE else data[start : start + PIECE]
             self._written_at = None
 
     def _beat(self) -> None:
-        """Show gunicorn the worker is alive, every HEARTBEAT_S, until the export ends."""
+        """Every HEARTBEAT_S until the export ends, show gunicorn the worker is alive if the
+        export moves: a batch fetched or a piece begun since the last look, or a write to the
+        client under way. A write may wait long on a slow reader that is still reading (from
+        its own receive buffer, where the server cannot see it), and only the send timeout
+        tells it from one that stopped. A FETCH the database does not answer moves nothing:
+        the statement timeout or, where the server cannot even enforce that (paused,
+        unreachable), gunicorn's timeout ends it, and the slot goes with the worker."""
         assert self._heartbeat is not None
+        seen = -1
         while not self._ended.wait(HEARTBEAT_S):
-            self._heartbeat()
+            moves = self._moves
+            if moves != seen or self._written_at is not None:
+                self._heartbeat()
+            seen = moves
 
     def close(self) -> None:
         """End the export and give the connection back (once; the server calls this too)."""
@@ -242,18 +266,27 @@ class ExportBody:
         self._open = False
         self._ended.set()
         started = self._streaming
+        # Each step runs whatever the one before it raised: the slot above all, which would
+        # otherwise stay taken until the worker ends.
         try:
-            close_origin_export(self._conn, self._cursor)
+            try:
+                close_origin_export(self._conn, self._cursor)
+            finally:
+                self._give_back()
         finally:
-            self._give_back()
-            self._release()
-            if started:
-                observe_export_ended(None if self._finished else self._cut_cause())
+            try:
+                self._release()
+            finally:
+                if started:
+                    observe_export_ended(None if self._finished else self._cut_cause())
 
     def _cut_cause(self) -> str:
         """Why the export ends early: the server stopped writing to a client that went away or
-        stopped reading, or anything else (the database, a shutdown)."""
-        if self._failed or self._written_at is None:
+        stopped reading, the database failed (lost, or a FETCH past its time budget), or
+        anything else (a shutdown)."""
+        if isinstance(self._failure, psycopg.Error):
+            return "database"
+        if self._failure is not None or self._written_at is None:
             return "other"
         waited = time.monotonic() - self._written_at
         # A piece the client did not take within the send timeout; else the client left.

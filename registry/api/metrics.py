@@ -152,11 +152,14 @@ EXPORT_REFUSALS = Counter(
 EXPORT_CUTS = Counter(
     "registry_exports_cut",
     "Exports that ended before their last row: the client went away, stopped reading for the"
-    " send timeout, or anything else (the database, a shutdown).",
+    " send timeout, the database failed, the worker died (counted by the master), or anything"
+    " else (a shutdown).",
     ("cause",),
 )
 EXPORT_REFUSAL_CAUSES = ("limit", "unavailable")
-EXPORT_CUT_CAUSES = ("client_gone", "send_timeout", "other")
+# worker_lost is counted by gunicorn's master for a worker that died with exports in flight
+# (gunicorn.conf.py, registry.api.metrics_files.lost_exports).
+EXPORT_CUT_CAUSES = ("client_gone", "send_timeout", "database", "worker_lost", "other")
 
 for _cause in EXPORT_REFUSAL_CAUSES:
     EXPORT_REFUSALS.labels(_cause)

@@ -92,6 +92,27 @@ def file_values(path: str) -> Iterable[tuple[str, float, float, int]]:
         return []
 
 
+# A worker that dies with exports in flight cannot count them as cut: gunicorn's master does,
+# from the worker's live gauge, before the library removes it (gunicorn.conf.py, child_exit).
+EXPORTS_IN_FLIGHT = "registry_exports_in_flight"
+EXPORTS_CUT = "registry_exports_cut_total"
+WORKER_LOST = "worker_lost"
+
+
+def lost_exports(folder: str, pid: int) -> float:
+    """The exports the dead worker pid still had in flight (its live gauge; 0 without one)."""
+    path = os.path.join(folder, f"gauge_livesum_{pid}.db")
+    return sum(
+        value for key, value, _, _ in file_values(path) if _parse(key).sample == EXPORTS_IN_FLIGHT
+    )
+
+
+def is_worker_lost_cut(key: str) -> bool:
+    """Whether a counter file's key is registry_exports_cut_total{cause="worker_lost"}."""
+    parsed = _parse(key)
+    return parsed.sample == EXPORTS_CUT and parsed.labels == (("cause", WORKER_LOST),)
+
+
 def merged_text(folder: str) -> bytes:
     """Every worker's figures in folder, summed, as Prometheus text format 0.0.4."""
     totals: dict[str, float] = defaultdict(float)

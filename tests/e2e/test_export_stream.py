@@ -32,8 +32,10 @@ ORIGINS = 15_000
 ADMIN = {"Authorization": f"Bearer {make_token()}"}
 NDJSON = {**ADMIN, "Accept": "application/x-ndjson"}
 CSV = {**ADMIN, "Accept": "text/csv"}
-# gunicorn's timeout for this stack: short, so that the stuck-client case ends quickly.
+# gunicorn's timeout for this stack: short, so that the stuck-client case ends quickly; the
+# export send timeout must be below it (the service refuses to start otherwise).
 WORKER_TIMEOUT_S = 3
+SEND_TIMEOUT_S = 2
 
 
 @dataclass
@@ -69,6 +71,7 @@ def export_stack(
             "DATABASE_URL": conninfo,
             "REGISTRY_JWT_SECRET": TEST_SECRET,
             "REGISTRY_GUNICORN_TIMEOUT": str(WORKER_TIMEOUT_S),
+            "REGISTRY_EXPORT_SEND_TIMEOUT_S": str(SEND_TIMEOUT_S),
         },
         folder / "gunicorn.log",
         workers=1,
