@@ -17,6 +17,7 @@ from registry.api.openapi_components import (
     JSON,
     RESPONSES,
     SCHEMAS,
+    comma_lists,
     header,
     inline_json,
     json_body_response,
@@ -341,7 +342,7 @@ def build_openapi_document() -> dict[str, Any]:
     )
     spec.path("/healthz", operations={"get": healthz})
     spec.path("/readyz", operations={"get": readyz})
-    return spec.to_dict()
+    return comma_lists(spec.to_dict())
 
 
 # kind and block as one exploded object (?kind=changed&block=bans), so that the document can

@@ -18,7 +18,8 @@ from schemas.errors import (
     ServiceUnavailableSchema,
     UnauthorizedSchema,
 )
-from schemas.origin import OriginEnvelopeSchema, OriginListSchema
+from schemas.facets import FacetedOriginListSchema
+from schemas.origin import OriginEnvelopeSchema
 from schemas.summary import IntegrationStatusSchema, RegistrySummarySchema
 
 JSON = "application/json"
@@ -27,7 +28,7 @@ SCHEMAS = (
     ("IntegrationStatus", IntegrationStatusSchema),
     ("RegistrySummary", RegistrySummarySchema),
     ("OriginEnvelope", OriginEnvelopeSchema),
-    ("OriginList", OriginListSchema),
+    ("OriginList", FacetedOriginListSchema),
     ("Error", ErrorSchema),
     ("ServiceUnavailable", ServiceUnavailableSchema),
     ("InvalidParameters", InvalidParametersSchema),
@@ -202,3 +203,15 @@ CHANGE_EXPORT_CONTENT = {
         "example": "id,kind,blocks,name,address\r\n",
     },
 }
+
+
+def comma_lists(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with every array-valued query parameter (`facet`, `id`: one value, its
+    items comma-separated, schemas/params.py CommaList) said to be form style, not exploded."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter.get("in") == "query" and parameter["schema"].get("type") == "array":
+                    parameter["style"] = "form"
+                    parameter["explode"] = False
+    return document

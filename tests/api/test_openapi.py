@@ -13,6 +13,7 @@ from flask import Flask
 from openapi_spec_validator import validate
 
 from registry.api.openapi import build_openapi_document, served_document
+from schemas.params import FACET_NAMES, ORIGIN_ID_FORMAT
 from tests.api.api_support import CheckedClient, OpenApiConformance
 
 REQ, OPT = True, False
@@ -97,6 +98,8 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
         "page": ("Page", REQ),
         "filters_applied": ("object", OPT),
         "origins": ("array of Origin", REQ),
+        # Contract 13: only with facet.
+        "facets": ("object", OPT),
     },
     "Page": dict.fromkeys(("page", "limit", "offset", "returned", "total"), ("integer", REQ)),
     "Error": {"success": ("boolean", REQ), "error": ("string", REQ)},
@@ -156,6 +159,10 @@ LISTING_PARAMETERS = {
     "network_id": ("string", None, None, None, None),
     "station_id": ("integer", None, 0, 2147483647, None),
     "search": ("string", None, None, None, None),
+    # Contract 13: comma-separated lists, and the size of the two ranked facets.
+    "id": ("array", None, None, None, None),
+    "facet": ("array", None, None, None, None),
+    "facet_size": ("integer", None, 1, 100, 10),
     "page": ("integer", None, 1, 2147483647, 1),
     "limit": ("integer", None, 1, 200, 50),
     "generation": ("integer", None, 1, 2**63 - 1, None),
@@ -422,6 +429,25 @@ def test_listing_parameters(api_document: dict[str, Any]):
             # Empty values and NUL are refused, so the document does not promise them.
             assert schema["minLength"] == 1 and "\\u0000" in schema["pattern"]
     assert found == LISTING_PARAMETERS
+
+
+def test_comma_lists_are_form_style_not_exploded(api_document: dict[str, Any]):
+    """facet and id are one value whose items are comma-separated (OpenAPI form, explode
+    false), each item as contract 13 allows: a facet name, an origin id."""
+    parameters = {
+        parameter["name"]: parameter
+        for parameter in api_document["paths"]["/registry/origins"]["get"]["parameters"]
+    }
+    for name, items in (
+        ("facet", {"type": "string", "enum": list(FACET_NAMES)}),
+        ("id", {"type": "string", "pattern": ORIGIN_ID_FORMAT}),
+    ):
+        parameter = parameters[name]
+        assert (parameter["style"], parameter["explode"]) == ("form", False), name
+        assert parameter["schema"]["items"] == items, name
+    assert parameters["id"]["schema"]["maxItems"] == 100
+    arrays = {name for name, parameter in parameters.items() if "explode" in parameter}
+    assert arrays == {"facet", "id"}
 
 
 @pytest.mark.parametrize(
