@@ -1,14 +1,14 @@
 """Facets of a listing (contract 13): counts per value over every origin its filters match.
 
 Counts are read, not counted, wherever the load kept them: per flag combination over the
-whole graph (combo_counts), per network (network_combo_counts, network_facet_counts), per
-station (station_combo_counts), and per network, station and combination
-(facet_combo_counts, load/build_filter_counts.sql). Only a search or an `id` list, which no
-count table knows, has its matching origins grouped at request time (the `id` list holds at
-most 100). Each access path is one statement returning the generation it read with its
-counts; the flag facets are then summed here from the combinations' counts, and the
-network_id and station_id facets come ranked and cut to facet_size + 1 values (the one past
-the cut says `truncated`).
+whole graph (combo_counts), per station (station_combo_counts), per network, station and
+combination (facet_combo_counts), and the network_id facet already ranked for every
+combination of flag filter values (network_facet_tops; all in load/build_filter_counts.sql).
+Only a search or an `id` list, which no count table knows, has its matching origins grouped
+at request time (the `id` list holds at most 100). Each access path is one statement
+returning the generation it read with its counts; the flag facets are then summed here from
+the combinations' counts, and the network_id and station_id facets come ranked and cut to
+facet_size + 1 values (the one past the cut says `truncated`).
 
 A generation loaded before the facet counts existed has none of them: its facets are counted
 from origin_rows (count_facets_of_rows.sql), the same answer at a higher cost, until the
@@ -25,6 +25,7 @@ import psycopg
 from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
 from registry.database.repository import (
     ALLOCATED,
+    FLAG_FILTERS,
     GOVERNED,
     HELD,
     PUBLISHED,
@@ -65,6 +66,7 @@ def facet_statement(
     parameters; with_counts false: the one for a graph without facet counts."""
     params = filter_params(filters)
     params |= {
+        "key": flag_key(filters),
         "networks": "network_id" in names,
         "stations": "station_id" in names,
         # One value past the cut says whether there are more.
@@ -81,6 +83,18 @@ def facet_statement(
     if params["combos"] is not None:
         return _BY_FLAGS, params
     return _OF_ALL, params
+
+
+def flag_key(filters: dict[str, Any]) -> str:
+    """The flag filters' values as network_facet_tops keys them (load/build_filter_counts.sql):
+    each value or '' when not given, in FLAG_FILTERS order, joined by '|'."""
+    values = []
+    for name in FLAG_FILTERS:
+        value = filters.get(name)
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        values.append("" if value is None else value)
+    return "|".join(values)
 
 
 def _has_counts(conn: psycopg.Connection, schema: str, generation: int) -> bool:
@@ -115,6 +129,11 @@ def count_facets(
     name, params = facet_statement(filters, names, size, with_counts)
     row = conn.execute(graph_statement(name, schema), params).fetchone()
     assert row is not None  # one graph_info row
+    if name == _BY_FLAGS and not row[5]:
+        # Flag filters this generation did not rank networks for: count its rows.
+        name, params = facet_statement(filters, names, size, with_counts=False)
+        row = conn.execute(graph_statement(name, schema), params).fetchone()
+        assert row is not None  # one graph_info row
     counted = Counted(row[2] or [], row[3] or [], row[4] or [])
     return row_stamp(row), build_facets(counted, names, size)
 

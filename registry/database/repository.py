@@ -86,7 +86,7 @@ def get_origin_by_address(
     return _stamped_value(conn, _ORIGIN_BY_ADDRESS, schema, params)
 
 
-_FLAG_FILTERS = (
+FLAG_FILTERS = (
     "governance_state",
     "allocation_state",
     "publication_status",
@@ -97,8 +97,8 @@ _FLAG_FILTERS = (
 
 def matching_combos(filters: dict[str, Any]) -> list[int] | None:
     """The flag combinations the flag filters admit; None when none of them is given."""
-    key = tuple(filters.get(name) for name in _FLAG_FILTERS)
-    if key == (None,) * len(_FLAG_FILTERS):
+    key = tuple(filters.get(name) for name in FLAG_FILTERS)
+    if key == (None,) * len(FLAG_FILTERS):
         return None
     return list(_combos_for(key))
 

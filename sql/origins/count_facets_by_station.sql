@@ -13,15 +13,17 @@ SELECT i.generation,
        i.committed_at,
        (SELECT json_agg(json_build_array(g.combo, g.n))
         FROM (SELECT combo, sum(n)::bigint AS n FROM groups GROUP BY combo) AS g) AS combos,
-       (SELECT json_agg(json_build_array(t.network_id, w.name, t.n)
+       (SELECT json_agg(json_build_array(t.network_id,
+                                         (SELECT w.name FROM {graph}.networks AS w
+                                          WHERE w.id = t.network_id),
+                                         t.n)
                         ORDER BY t.n DESC, t.network_id COLLATE "C" NULLS LAST)
         FROM (SELECT g.network_id, sum(g.n)::bigint AS n
               FROM groups AS g
               WHERE %(networks)s::boolean
               GROUP BY g.network_id
               ORDER BY n DESC, g.network_id COLLATE "C" NULLS LAST
-              LIMIT %(size)s::integer) AS t
-        LEFT JOIN {graph}.networks AS w ON w.id = t.network_id) AS networks,
+              LIMIT %(size)s::integer) AS t) AS networks,
        (SELECT json_agg(json_build_array(t.station, t.n) ORDER BY t.n DESC, t.station NULLS LAST)
         FROM (SELECT g.station, sum(g.n)::bigint AS n
               FROM groups AS g
