@@ -159,10 +159,9 @@ LISTING_PARAMETERS = {
     "network_id": ("string", None, None, None, None),
     "station_id": ("integer", None, 0, 2147483647, None),
     "search": ("string", None, None, None, None),
-    # Contract 13: comma-separated lists, and the size of the two ranked facets.
+    # Contract 13: a comma-separated list; facet and facet_size as one object.
     "id": ("array", None, None, None, None),
-    "facet": ("array", None, None, None, None),
-    "facet_size": ("integer", None, 1, 100, 10),
+    "facet_options": ("object", None, None, None, None),
     "page": ("integer", None, 1, 2147483647, 1),
     "limit": ("integer", None, 1, 200, 50),
     "generation": ("integer", None, 1, 2**63 - 1, None),
@@ -432,22 +431,30 @@ def test_listing_parameters(api_document: dict[str, Any]):
 
 
 def test_comma_lists_are_form_style_not_exploded(api_document: dict[str, Any]):
-    """facet and id are one value whose items are comma-separated (OpenAPI form, explode
-    false), each item as contract 13 allows: a facet name, an origin id."""
+    """id and facet are one value whose items are comma-separated (OpenAPI form, explode
+    false), each item as contract 13 allows; facet_size is described only with facet."""
     parameters = {
         parameter["name"]: parameter
         for parameter in api_document["paths"]["/registry/origins"]["get"]["parameters"]
     }
-    for name, items in (
-        ("facet", {"type": "string", "enum": list(FACET_NAMES)}),
-        ("id", {"type": "string", "pattern": ORIGIN_ID_FORMAT}),
-    ):
-        parameter = parameters[name]
-        assert (parameter["style"], parameter["explode"]) == ("form", False), name
-        assert parameter["schema"]["items"] == items, name
-    assert parameters["id"]["schema"]["maxItems"] == 100
-    arrays = {name for name, parameter in parameters.items() if "explode" in parameter}
-    assert arrays == {"facet", "id"}
+    ids = parameters["id"]
+    assert (ids["style"], ids["explode"]) == ("form", False)
+    assert ids["schema"]["items"] == {"type": "string", "pattern": ORIGIN_ID_FORMAT}
+    assert ids["schema"]["maxItems"] == 100
+    options = parameters["facet_options"]
+    assert (options["style"], options["explode"]) == ("form", True)
+    schema = options["schema"]
+    assert set(schema["properties"]) == {"facet", "facet_size"}
+    assert schema["dependentRequired"] == {"facet_size": ["facet"]}
+    facet = schema["properties"]["facet"]
+    valid, repeated = re.compile(facet["pattern"]), re.compile(facet["not"]["pattern"])
+    for text in (",".join(FACET_NAMES), "station_id", "network_id,transport"):
+        assert valid.search(text) and not repeated.search(text), text
+    for text in ("transport,transport", "network_id,station_id,network_id"):
+        assert valid.search(text) and repeated.search(text), text
+    for text in ("", "colour", "transport,", ",transport", "Transport"):
+        assert not valid.search(text), text
+    assert "facet" not in parameters and "facet_size" not in parameters
 
 
 @pytest.mark.parametrize(
