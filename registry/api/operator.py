@@ -97,7 +97,7 @@ def list_origins() -> Response:
             stamp, found = repository.list_origins(conn, filters, limit, offset, schema)
             if names is None:
                 return stamp, (found, None)
-            counted, facets = count_facets(conn, filters, names, size, stamp.generation, schema)
+            counted, facets = count_facets(conn, filters, names, size, stamp, schema)
             if counted == stamp:
                 return stamp, (found, facets)
         # Loads swapped the graph between the two statements every time: ask for a retry.

@@ -48,6 +48,10 @@ Facets = dict[str, dict[str, Any]]
 # tables never change once it is committed, so the answer holds for as long as it is kept.
 _HAS_COUNTS: dict[tuple[Any, ...], bool] = {}
 _HAS_COUNTS_KEPT = 64
+# A search's facets, per database, generation, filters and facets asked: a sweep of a search
+# asks for the same counts on every page, and they are counted from its matches.
+_SEARCH_FACETS: dict[tuple[Any, ...], Facets] = {}
+_SEARCH_FACETS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +123,19 @@ def count_facets(
     filters: dict[str, Any],
     names: list[str],
     size: int,
-    generation: int,
+    seen: Stamp,
     schema: str = LIVE_SCHEMA,
 ) -> tuple[Stamp, Facets]:
     """(stamp, facets) of the named facets over the origins the filters match, read in
-    schema, whose graph the caller has seen to be generation (so that the generation's own
-    statement runs: the caller checks that the stamp is still that generation)."""
-    with_counts = _has_counts(conn, schema, generation)
+    schema, whose graph the caller's page came from (seen): the caller checks that the stamp
+    is still that one. A search's facets, counted from its matches, are remembered for the
+    search's other pages in that generation (it never changes)."""
+    with_counts = _has_counts(conn, schema, seen.generation)
     name, params = facet_statement(filters, names, size, with_counts)
+    info = conn.info
+    key = (info.host, info.port, info.dbname, seen, name, repr(sorted(params.items())), *names)
+    if name == _OF_SEARCH and (remembered := _SEARCH_FACETS.get(key)) is not None:
+        return seen, remembered
     row = conn.execute(graph_statement(name, schema), params).fetchone()
     assert row is not None  # one graph_info row
     if name == _BY_FLAGS and not row[5]:
@@ -135,7 +144,12 @@ def count_facets(
         row = conn.execute(graph_statement(name, schema), params).fetchone()
         assert row is not None  # one graph_info row
     counted = Counted(row[2] or [], row[3] or [], row[4] or [])
-    return row_stamp(row), build_facets(counted, names, size)
+    stamp, facets = row_stamp(row), build_facets(counted, names, size)
+    if name == _OF_SEARCH and stamp == seen:
+        if len(_SEARCH_FACETS) >= _SEARCH_FACETS_KEPT:
+            _SEARCH_FACETS.clear()
+        _SEARCH_FACETS[key] = facets
+    return stamp, facets
 
 
 def build_facets(counted: Counted, names: list[str], size: int) -> Facets:

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.api.api_support import CheckedClient, GraphBuilder, parse_links
+from tests.conftest import load_records
 
 # In code-point order "B" < "a" (a linguistic collation says otherwise) and "0" < "B".
 NZ, NB, NA, N0 = "svc:network:Z", "svc:network:B", "svc:network:a", "svc:network:0"
@@ -355,3 +356,33 @@ def test_an_export_takes_ids(api: CheckedClient, admin_headers: dict[str, str], 
     assert response.headers["Registry-Total"] == str(len(rows)) == "4"
     order = [oid(2), oid(6), oid(7), oid(10)]
     assert [next(i for i in order if i in row) for row in rows] == order
+
+
+def test_a_searchs_remembered_facets_keep_each_generation_apart(
+    database_factory: Callable[[], str],
+    api_app_factory: Callable[..., Any],
+    admin_headers: dict[str, str],
+):
+    """A search's facets are remembered per generation: after a load, the same URL counts the
+    new graph, and a page pinned to the old generation still gets the old counts."""
+    conninfo = database_factory()
+    first, second = GraphBuilder(), GraphBuilder()
+    for number in range(3):
+        first.origin(f"News {number}", uuid_text=uuid_of(number + 1))
+    second.origin("News again", uuid_text=uuid_of(9), edges=(True,))
+    load_records(conninfo, first.records)
+    client = api_app_factory(conninfo).test_client()
+    url = "/registry/origins?search=news&facet=governance_state&limit=1"
+
+    def governed(target: str) -> list[int]:
+        response = client.get(target, headers=admin_headers)
+        assert response.status_code == 200, response.get_data()
+        return [
+            value["count"] for value in response.get_json()["facets"]["governance_state"]["values"]
+        ]
+
+    assert governed(url) == [0, 3]
+    assert governed(url + "&page=2") == [0, 3]
+    load_records(conninfo, second.records)
+    assert governed(url) == [1, 0]
+    assert governed(url + "&page=2&generation=1") == [0, 3]

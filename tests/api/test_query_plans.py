@@ -484,12 +484,14 @@ def _filters(graph: PlanGraph, args: dict[str, str]) -> dict[str, Any]:
 
 def facet_statement_sent(graph: PlanGraph, filters: dict[str, Any], size: int) -> tuple[str, Any]:
     """The statement count_facets sends for every facet (the counts' presence known)."""
-    generation = repository.list_origins(graph.conn, {}, 1, 0)[0].generation
+    stamp = repository.list_origins(graph.conn, {}, 1, 0)[0]
     names = list(FACET_NAMES)
-    facets.count_facets(graph.conn, filters, names, size, generation)
+    facets.count_facets(graph.conn, filters, names, size, stamp)
+    # A search's facets are then remembered: forget them, so this is what a first page sends.
+    facets._SEARCH_FACETS.clear()
     return statement_of(
         graph.conn,
-        lambda: facets.count_facets(graph.conn, filters, names, size, generation),
+        lambda: facets.count_facets(graph.conn, filters, names, size, stamp),
     )
 
 
