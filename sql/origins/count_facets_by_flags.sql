@@ -17,7 +17,7 @@ SELECT i.generation,
                         ORDER BY t.rank)
         FROM {graph}.network_facet_tops AS t
         WHERE %(networks)s::boolean
-          AND t.key = %(key)s::text
+          AND t.set = (SELECT k.set FROM {graph}.facet_keys AS k WHERE k.key = %(key)s::text)
           AND t.rank <= %(size)s::integer) AS networks,
        (SELECT json_agg(json_build_array(t.station, t.n) ORDER BY t.n DESC, t.station NULLS LAST)
         FROM (SELECT s.station, sum(s.n)::bigint AS n
