@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from gunicorn import util
+from gunicorn.http import message
 
 from registry import settings as _settings
 
@@ -54,7 +55,14 @@ keepalive = 5
 # (docs/performance.md: 57 to 65 MB), so the guard can be rare: about an hour at 150 req/s.
 max_requests = 500000
 max_requests_jitter = 50000
-limit_request_line = 8190
+# Request lines of up to 16 KB, so that 100 prefixed ids fit in one URL (contract 13 asks for
+# at least 8 KiB). gunicorn lowers any limit above its MAX_REQUEST_LINE (8190) to 8190, and 0
+# would mean none at all; its ceiling is raised to this limit instead (the workers fork from
+# this process), so a longer line is still refused, with a JSON 414. Header fields get the same
+# size: nginx holds both in the same buffers (deploy/nginx.conf, large_client_header_buffers).
+limit_request_line = 16384
+message.MAX_REQUEST_LINE = limit_request_line
+limit_request_field_size = 16384
 limit_request_fields = 100
 # nginx sends SCRIPT_NAME (the /v1 prefix) and X-Forwarded-*; only these peers are trusted.
 forwarded_allow_ips = os.environ.get("REGISTRY_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")

@@ -101,9 +101,11 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
     """Ids, an address and the largest network of the loaded graph, for the URLs."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
-    assert row is not None
+        ids = conn.execute(QUERIES["meta/pick_benchmark_ids"]).fetchone()
+    assert row is not None and ids is not None
     origin_id, address, network_id, total, changes, previous = row
     return {
+        "ids": ids[0] or origin_id,
         "origin_id": origin_id,
         "address": address,
         "network_id": network_id,
@@ -121,6 +123,8 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
     flags = "governance_state=governed&transport=ota"
     last = f"limit=200&page={last_page}"
     network = urllib.parse.quote(str(targets["network_id"]), safe="")
+    facets = f"facet={EVERY_FACET}"
+    origin = targets["origin_id"]
     return [
         ("summary", "/summary", "/summary"),
         ("ceiling-query", CEILING_QUERY_LABEL, "/query"),
@@ -131,6 +135,12 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("flags", "governed + transport=ota", f"/registry/origins?{flags}"),
         ("search", "search=news", "/registry/origins?search=news"),
         ("network", "network_id=<largest>", f"/registry/origins?network_id={network}"),
+        ("facets", "all 7 facets, no filter", f"/registry/origins?{facets}"),
+        ("facets-flags", "all 7 facets, governed + allocated",
+         f"/registry/origins?{facets}&{FACET_FLAGS}"),
+        ("facets-network", "all 7 facets, network_id=<largest>",
+         f"/registry/origins?{facets}&network_id={network}"),
+        ("ids", "id= with 100 ids", f"/registry/origins?id={targets.get('ids', origin)}"),
         ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
         ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
         ("changes-first", "changes (first page, limit 50)", "/registry/changes"),
@@ -153,9 +163,20 @@ def public_urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 ROW_KEYS = (
     "ceiling", "ceiling-query", "summary", "registry-summary", "first-page", "limit-200",
-    "last-page", "flags", "search", "search-mix", "network", "by-id", "by-address",
-    "changes-first", "changes-bans", "changes-deep", "metrics",
+    "last-page", "flags", "search", "search-mix", "network", "facets", "facets-flags",
+    "facets-network", "facets-search-mix", "ids", "by-id", "by-address", "changes-first",
+    "changes-bans", "changes-deep", "metrics",
 )  # fmt: skip
+# Contract 13's rows: every facet, alone and with two flag filters; the search mix with
+# three facets (one of them ranked: a search's facets are counted, not read).
+EVERY_FACET = (
+    "governance_state,allocation_state,publication_status,transport,has_presentations,"
+    "network_id,station_id"
+)
+FACET_FLAGS = "governance_state=governed&allocation_state=allocated"
+MIX_FACETS = "facet=transport,publication_status,network_id"
+# The rows that drive the search mix's script (the second with MIX_FACETS on every URL).
+MIX_ROWS = {"search-mix": "", "facets-search-mix": MIX_FACETS}
 # A scrape is one request at a time (Prometheus never overlaps its own): that row runs at one
 # connection whatever --connections says, after every other row has filled the workers'
 # metric files, and reads as the time one scrape takes with every worker's series in them.
@@ -216,11 +237,14 @@ end
 """
 
 
-def write_mix_script(folder: Path, terms: list[str]) -> Path:
-    """The Lua script driving one search URL per term, in turn."""
-    paths = ["/registry/origins?search=" + urllib.parse.quote(term, safe="") for term in terms]
+def write_mix_script(folder: Path, terms: list[str], key: str = "search-mix") -> Path:
+    """The Lua script driving one search URL per term, in turn (with MIX_ROWS[key] added)."""
+    extra = "&" + MIX_ROWS[key] if MIX_ROWS[key] else ""
+    paths = [
+        "/registry/origins?search=" + urllib.parse.quote(term, safe="") + extra for term in terms
+    ]
     lua_paths = ", ".join('"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in paths)
-    path = folder / "search-mix.lua"
+    path = folder / f"{key}.lua"
     path.write_text(MIX_SCRIPT.replace("{PATHS}", "{" + lua_paths + "}"))
     return path
 

@@ -38,6 +38,7 @@ from devtools.bench_measure import (
 )
 from devtools.bench_report import Row, print_report
 from devtools.bench_targets import (
+    MIX_ROWS,
     REVALIDATED,
     ROW_KEYS,
     pick_targets,
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     conninfo = prepare_database(args.origins, args.seed, Path(args.cache))
     targets = pick_targets(conninfo)
     singles = {key: (label, path) for key, label, path in urls(targets)}
-    terms = search_terms(conninfo) if "search-mix" in keys else []
+    terms = search_terms(conninfo) if MIX_ROWS.keys() & set(keys) else []
     secret = secrets.token_urlsafe(48)
     settings = {
         **load_settings(),
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep: tuple[float, int] | None = None
     with tempfile.TemporaryDirectory() as folder:
         logs = Path(folder)
-        mix_script = write_mix_script(logs, terms) if terms else None
+        mix_scripts = {key: write_mix_script(logs, terms, key) for key in MIX_ROWS} if terms else {}
         ceiling = start_gunicorn(env, logs / "ceiling.log", app="devtools.ceiling_app:app")
         try:
             server = start_gunicorn(env, logs / "gunicorn.log")
@@ -146,11 +147,14 @@ def main(argv: list[str] | None = None) -> int:
                         ceiling_result = measure(
                             ceiling.base + "/", token, args.seconds, conns, cpu=ceiling_cpu
                         )
-                        if key == "search-mix":
+                        if key in MIX_ROWS:
                             label = f"search mix ({len(terms)} terms)"
+                            if MIX_ROWS[key]:
+                                label += f", {MIX_ROWS[key]}"
                             result = measure(
                                 server.base + "/registry/origins", token, args.seconds,
-                                conns, mix_script, warm_up=args.mix_warm_up, cpu=service_cpu,
+                                conns, mix_scripts[key], warm_up=args.mix_warm_up,
+                                cpu=service_cpu,
                             )  # fmt: skip
                         elif key == "ceiling-query":
                             label, path = singles[key]

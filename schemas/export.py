@@ -7,23 +7,27 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError
 
-from schemas.params import OriginListQuerySchema
+from schemas.params import FACET_PARAMETERS, OriginListQuerySchema
 
 PAGING = ("page", "limit")
 NOT_IN_EXPORT = "not taken by an export, which streams every match; leave it out"
+# Facets are counted in the JSON listing only (contract 13).
+NOT_IN_ORIGIN_EXPORT = (*PAGING, *FACET_PARAMETERS)
 
-ORIGIN_EXPORT_QUERY = OriginListQuerySchema(exclude=PAGING)
+ORIGIN_EXPORT_QUERY = OriginListQuerySchema(exclude=NOT_IN_ORIGIN_EXPORT)
 
 
 def parse_origin_export_query(args: Mapping[str, list[str]]) -> dict[str, Any]:
     """The filters from name -> values given; ValidationError names each bad one, page too."""
-    return parse_export_query(ORIGIN_EXPORT_QUERY, args)
+    return parse_export_query(ORIGIN_EXPORT_QUERY, args, NOT_IN_ORIGIN_EXPORT)
 
 
-def parse_export_query(schema: Schema, args: Mapping[str, list[str]]) -> dict[str, Any]:
-    """What schema (a listing's query without page and limit) loads from name -> values given;
-    ValidationError names each bad parameter, page and limit too."""
-    refused = {name: [NOT_IN_EXPORT] for name in PAGING if name in args}
+def parse_export_query(
+    schema: Schema, args: Mapping[str, list[str]], not_taken: tuple[str, ...] = PAGING
+) -> dict[str, Any]:
+    """What schema (a listing's query without the not_taken names: page and limit) loads from
+    name -> values given; ValidationError names each bad parameter, not_taken ones too."""
+    refused = {name: [NOT_IN_EXPORT] for name in not_taken if name in args}
     rest = {name: values for name, values in args.items() if name not in refused}
     try:
         filters: dict[str, Any] = schema.load(rest)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields
+from marshmallow import RAISE, Schema, ValidationError, fields, validates_schema
 
 from schemas.origin import INT32_MAX, TRANSPORTS
 
@@ -28,6 +28,23 @@ ORIGIN_ID_FORMAT = (
 )
 # Plain decimal: no sign, no leading zeros, ASCII digits; at most ten digits, so that int()
 # never sees a huge string (anything past 2147483647 is held by no origin anyway).
+_ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
+ORIGIN_PREFIX = "svc:origin:"
+# Contract 13: at most this many distinct ids in one `id`; 100 prefixed ids fit in an 8 KiB
+# request line.
+MAX_IDS = 100
+# The facets a listing may ask for, in the order they are documented (contract 13).
+FACET_NAMES = (
+    "governance_state",
+    "allocation_state",
+    "publication_status",
+    "transport",
+    "has_presentations",
+    "network_id",
+    "station_id",
+)
+FACET_SIZE_DEFAULT = 10
+FACET_SIZE_MAX = 100
 ADDRESS_FORMAT = r"^(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})$"
 
 
@@ -136,6 +153,89 @@ class Text(QueryParameter):
         return text
 
 
+class CommaList(QueryParameter):
+    """A comma-separated list (OpenAPI form style, explode false) of distinct items."""
+
+    def __init__(self, item: dict[str, Any], max_items: int, description: str, **kwargs: Any):
+        """A list of at most max_items items, each as the item schema says."""
+        metadata = {
+            "type": "array",
+            "items": item,
+            "minItems": 1,
+            "maxItems": max_items,
+            "description": description,
+        }
+        super().__init__(metadata=metadata, **kwargs)
+        self.max_items = max_items
+
+    def parse(self, text: str) -> list[Any]:
+        """The items in the order given, each once (parse_item says when two are the same)."""
+        items: list[Any] = []
+        for part in text.split(","):
+            if part == "":
+                raise ValidationError("must be a comma-separated list with no empty item")
+            item = self.parse_item(part)
+            if item not in items:
+                items.append(item)
+        if len(items) > self.max_items:
+            raise ValidationError(f"must list at most {self.max_items} distinct items")
+        return items
+
+    def parse_item(self, part: str) -> Any:
+        """One item of the list, parsed."""
+        return part
+
+
+class FacetNames(CommaList):
+    """`facet`: names among FACET_NAMES, each at most once (contract 13)."""
+
+    def __init__(self, **kwargs: Any):
+        """The facet parameter."""
+        super().__init__(
+            {"type": "string", "enum": list(FACET_NAMES)},
+            len(FACET_NAMES),
+            "count the matching origins (all pages) per value of each named field, in the "
+            "answer's `facets`; comma-separated, each name once",
+            **kwargs,
+        )
+
+    def parse(self, text: str) -> list[Any]:
+        """The names in the order given; unknown or repeated names are refused."""
+        names = text.split(",")
+        for name in names:
+            if name == "":
+                raise ValidationError("must be a comma-separated list with no empty name")
+            if name not in FACET_NAMES:
+                raise ValidationError(
+                    f"unknown facet {name[:40]!r}: one of {', '.join(FACET_NAMES)}"
+                )
+        if len(set(names)) != len(names):
+            raise ValidationError("names a facet more than once; name each once")
+        return names
+
+
+class OriginIds(CommaList):
+    """`id`: 1 to MAX_IDS origin ids, prefixed or bare uuids, as svc:origin:<uuid>."""
+
+    def __init__(self, **kwargs: Any):
+        """The id parameter."""
+        super().__init__(
+            {"type": "string", "pattern": ORIGIN_ID_FORMAT},
+            MAX_IDS,
+            f"only these origins (1 to {MAX_IDS} distinct ids, each svc:origin:<uuid> or the "
+            "bare uuid; comma-separated; ids matching no origin are simply absent)",
+            **kwargs,
+        )
+
+    def parse_item(self, part: str) -> str:
+        """svc:origin:<uuid> in lower case, the form records carry."""
+        match = _ORIGIN_ID.fullmatch(part)
+        if match is None:
+            shown = part if len(part) <= 60 else part[:57] + "..."
+            raise ValidationError(f"{shown!r} is not an origin id (svc:origin:<uuid> or a uuid)")
+        return ORIGIN_PREFIX + match.group(2).lower()
+
+
 class StrictQuerySchema(Schema):
     """A query schema that refuses names it does not declare."""
 
@@ -180,11 +280,25 @@ class OriginListQuerySchema(StrictQuerySchema):
     network_id = Text("origins under this network (exact network id)")
     station_id = DecimalInteger(0, INT32_MAX, "origins whose allocation has this station number")
     search = Text("case-insensitive substring of the origin name or registry id, taken literally")
+    id = OriginIds()
+    facet = FacetNames()
+    facet_size = DecimalInteger(
+        1,
+        FACET_SIZE_MAX,
+        "at most this many values of the network_id and station_id facets (needs facet)",
+        metadata={"default": FACET_SIZE_DEFAULT},
+    )
     page = DecimalInteger(
         1, INT32_MAX, "1-based page number", load_default=1, metadata={"default": 1}
     )
     limit = DecimalInteger(1, 200, "origins per page", load_default=50, metadata={"default": 50})
     generation = generation_parameter()
+
+    @validates_schema
+    def _facet_size_needs_facet(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """facet_size alone says nothing: a 400 naming it (contract 13)."""
+        if "facet_size" in data and "facet" not in data:
+            raise ValidationError("is only taken with facet", "facet_size")
 
 
 FILTER_NAMES = (
@@ -196,7 +310,11 @@ FILTER_NAMES = (
     "network_id",
     "station_id",
     "search",
+    "id",
 )
+# Parameters of the JSON listing that shape the answer without filtering it: kept in every
+# Link URL, never in filters_applied, a 400 with an export (contract 13).
+FACET_PARAMETERS = ("facet", "facet_size")
 
 NO_QUERY = NoQuerySchema()
 PINNED_QUERY = PinnedQuerySchema()

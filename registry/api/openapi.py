@@ -13,10 +13,13 @@ from registry.api.openapi_components import (
     CHANGE_EXPORT_CONTENT,
     COMPOSED_SCHEMAS,
     EXPORT_CONTENT,
+    FACET_OPTIONS,
     GENERATION_HEADERS,
     JSON,
+    LISTING_FILTERS,
     RESPONSES,
     SCHEMAS,
+    comma_lists,
     header,
     inline_json,
     json_body_response,
@@ -26,7 +29,6 @@ from schemas.changes import BLOCKS, KINDS, ChangeListQuerySchema
 from schemas.params import (
     ADDRESS_FORMAT,
     ORIGIN_ID_FORMAT,
-    OriginListQuerySchema,
     PinnedQuerySchema,
     refuse_any_query,
 )
@@ -233,7 +235,7 @@ def build_openapi_document() -> dict[str, Any]:
         "combine with AND",
         listing,
         secured=True,
-        parameters=[{"in": "query", "schema": OriginListQuerySchema}],
+        parameters=[{"in": "query", "schema": LISTING_FILTERS}, FACET_OPTIONS],
         generational=True,
     )
     listing_operation["responses"]["406"] = _ref("NotAcceptable")
@@ -341,7 +343,7 @@ def build_openapi_document() -> dict[str, Any]:
     )
     spec.path("/healthz", operations={"get": healthz})
     spec.path("/readyz", operations={"get": readyz})
-    return spec.to_dict()
+    return comma_lists(spec.to_dict())
 
 
 # kind and block as one exploded object (?kind=changed&block=bans), so that the document can

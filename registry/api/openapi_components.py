@@ -18,7 +18,15 @@ from schemas.errors import (
     ServiceUnavailableSchema,
     UnauthorizedSchema,
 )
-from schemas.origin import OriginEnvelopeSchema, OriginListSchema
+from schemas.facets import FacetedOriginListSchema
+from schemas.origin import OriginEnvelopeSchema
+from schemas.params import (
+    FACET_NAMES,
+    FACET_PARAMETERS,
+    FACET_SIZE_DEFAULT,
+    FACET_SIZE_MAX,
+    OriginListQuerySchema,
+)
 from schemas.summary import IntegrationStatusSchema, RegistrySummarySchema
 
 JSON = "application/json"
@@ -27,7 +35,7 @@ SCHEMAS = (
     ("IntegrationStatus", IntegrationStatusSchema),
     ("RegistrySummary", RegistrySummarySchema),
     ("OriginEnvelope", OriginEnvelopeSchema),
-    ("OriginList", OriginListSchema),
+    ("OriginList", FacetedOriginListSchema),
     ("Error", ErrorSchema),
     ("ServiceUnavailable", ServiceUnavailableSchema),
     ("InvalidParameters", InvalidParametersSchema),
@@ -200,5 +208,54 @@ CHANGE_EXPORT_CONTENT = {
             "beginning with =, +, -, @, tab or carriage return is written with a ' in front",
         },
         "example": "id,kind,blocks,name,address\r\n",
+    },
+}
+
+
+def comma_lists(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with every array-valued query parameter (`facet`, `id`: one value, its
+    items comma-separated, schemas/params.py CommaList) said to be form style, not exploded."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter.get("in") == "query" and parameter["schema"].get("type") == "array":
+                    parameter["style"] = "form"
+                    parameter["explode"] = False
+    return document
+
+
+# The listing's parameters but facet and facet_size, which FACET_OPTIONS describes together.
+LISTING_FILTERS = OriginListQuerySchema(exclude=FACET_PARAMETERS)
+_FACET_NAME = "|".join(FACET_NAMES)
+# facet and facet_size as one exploded object (?facet=a,b&facet_size=3), as CHANGE_FILTERS
+# does for kind and block: a list of parameters cannot say that facet_size needs facet
+# (contract 13). facet is its comma-separated list (form style, not exploded), each name once.
+FACET_OPTIONS = {
+    "in": "query",
+    "name": "facet_options",
+    "required": False,
+    "style": "form",
+    "explode": True,
+    "description": "facet and facet_size, each optional: facet_size only with facet",
+    "schema": {
+        "type": "object",
+        "properties": {
+            "facet": {
+                "type": "string",
+                "description": "count the matching origins (all pages) per value of each named "
+                "field, in the answer's `facets`; comma-separated, each name once",
+                "pattern": f"^({_FACET_NAME})(,({_FACET_NAME}))*$",
+                "not": {"pattern": f"(^|,)({_FACET_NAME}),(.*,)?\\2(,|$)"},
+            },
+            "facet_size": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": FACET_SIZE_MAX,
+                "default": FACET_SIZE_DEFAULT,
+                "description": "at most this many values of the network_id and station_id facets",
+            },
+        },
+        "additionalProperties": False,
+        "dependentRequired": {"facet_size": ["facet"]},
     },
 }

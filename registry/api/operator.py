@@ -6,17 +6,22 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
+import psycopg
 from flask import Blueprint, Response, request
 
 from registry.api.export import JSON, export_origins, negotiated_type, not_acceptable
 from registry.api.generations import OriginNotFoundIn, not_modified_early, read, stamped
 from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database import repository
+from registry.database.facets import Facets, count_facets
 from registry.database.generations import Stamp
 from schemas.export import parse_origin_export_query
-from schemas.origin import INT32_MAX, OriginEnvelopeSchema, OriginListSchema, RenderedRecords
+from schemas.facets import FacetedOriginListSchema
+from schemas.origin import INT32_MAX, OriginEnvelopeSchema, RenderedRecords
 from schemas.params import (
     ADDRESS_FORMAT,
+    FACET_PARAMETERS,
+    FACET_SIZE_DEFAULT,
     FILTER_NAMES,
     ORIGIN_ID_FORMAT,
     parse_origin_list_query,
@@ -28,7 +33,10 @@ bp = Blueprint("registry", __name__, url_prefix="/registry")
 
 REGISTRY_SUMMARY = RegistrySummarySchema()
 ORIGIN_ENVELOPE = OriginEnvelopeSchema()
-ORIGIN_LIST = OriginListSchema()
+ORIGIN_LIST = FacetedOriginListSchema()
+# A page and its facets are read by two statements; when a load swapped the graph between
+# them, both are read again, at most this often.
+_FACET_ATTEMPTS = 3
 
 _ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
 _ADDRESS = re.compile(ADDRESS_FORMAT)
@@ -73,15 +81,30 @@ def list_origins() -> Response:
     filters = parse_origin_list_query(_query())
     page, limit = filters.pop("page"), filters.pop("limit")
     generation = filters.pop("generation", None)
+    shaping = {name: filters.pop(name) for name in FACET_PARAMETERS if name in filters}
     if (early := not_modified_early(generation)) is not None:
         early.vary.add("Accept")
         return early
     offset = (page - 1) * limit
-    stamp, found = read(
-        generation,
-        lambda conn, schema: repository.list_origins(conn, filters, limit, offset, schema),
-    )
-    body = {
+    names = shaping.get("facet")
+    size = shaping.get("facet_size", FACET_SIZE_DEFAULT)
+
+    def page_and_facets(
+        conn: psycopg.Connection, schema: str
+    ) -> tuple[Stamp, tuple[repository.Page, Facets | None]]:
+        """The page and, when asked for, its facets, both from one generation."""
+        for _ in range(_FACET_ATTEMPTS):
+            stamp, found = repository.list_origins(conn, filters, limit, offset, schema)
+            if names is None:
+                return stamp, (found, None)
+            counted, facets = count_facets(conn, filters, names, size, stamp, schema)
+            if counted == stamp:
+                return stamp, (found, facets)
+        # Loads swapped the graph between the two statements every time: ask for a retry.
+        raise psycopg.errors.QueryCanceled("the graph moved between a page and its facets")
+
+    stamp, (found, facets) = read(generation, page_and_facets)
+    body: dict[str, Any] = {
         "success": True,
         "generated_at": now_utc(),
         "page": {
@@ -94,7 +117,9 @@ def list_origins() -> Response:
         "filters_applied": filters,
         "origins": RenderedRecords(found.records),
     }
-    links = page_links(filters, page, limit, found.total, stamp.generation)
+    if facets is not None:
+        body["facets"] = facets
+    links = page_links({**filters, **shaping}, page, limit, found.total, stamp.generation)
     response = stamped(json_response(ORIGIN_LIST.dump(body), headers={"Link": links}), stamp)
     response.vary.add("Accept")
     return response
@@ -151,9 +176,11 @@ def _origin_response(origin: str, stamp: Stamp) -> Response:
 
 
 def _query_value(value: Any) -> str:
-    """A parsed filter written back as it goes in a URL."""
+    """A parsed filter written back as it goes in a URL (a list: comma-separated)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
     return str(value)
 
 
@@ -163,7 +190,7 @@ def page_links(
     limit: int,
     total: int,
     generation: int,
-    names: tuple[str, ...] = FILTER_NAMES,
+    names: tuple[str, ...] = (*FILTER_NAMES, *FACET_PARAMETERS),
 ) -> str:
     """RFC 8288 first, prev, next and last links that keep the filters (names, in that order)
     and the limit.
@@ -173,7 +200,11 @@ def page_links(
     last = max(1, -(-total // limit))
     base = request.script_root + request.path
     # The filters are encoded once; page, limit and generation are plain integers.
-    kept = urlencode([(name, _query_value(filters[name])) for name in names if name in filters])
+    # Commas and colons stay as they are (RFC 3986 allows both in a query), so that a list of
+    # 100 ids keeps each of the four links short enough (deploy/nginx.conf, docs/api.md).
+    kept = urlencode(
+        [(name, _query_value(filters[name])) for name in names if name in filters], safe=",:"
+    )
     prefix = f"<{base}?{kept}&page=" if kept else f"<{base}?page="
     tail = f"&limit={limit}&generation={generation}>; rel="
 

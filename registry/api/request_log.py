@@ -28,14 +28,16 @@ from urllib.parse import parse_qsl
 import orjson
 from flask import Flask
 
-from schemas.params import FILTER_NAMES
+from schemas.params import FACET_PARAMETERS, FILTER_NAMES
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # The same rule as nginx's map in deploy/nginx.conf: a short token of safe characters, and
 # nothing that starts like a JWT (a client must not get a token into our logs this way).
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@=+/-]{0,127}\Z")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?")
-_KNOWN_PARAMETERS = frozenset((*FILTER_NAMES, "page", "limit", "generation", "kind", "block"))
+_KNOWN_PARAMETERS = frozenset(
+    (*FILTER_NAMES, *FACET_PARAMETERS, "page", "limit", "generation", "kind", "block")
+)
 _MAX_PATH = 512
 _MAX_VALUE = 100
 _MAX_NAME = 40

@@ -30,7 +30,7 @@ from psycopg.adapt import Buffer, Loader
 
 from registry.database.generations import Stamp, graph_statement, read_generation
 from registry.database.queries import QUERIES
-from registry.database.repository import like_pattern, list_origins, matching_combos
+from registry.database.repository import filter_params, list_origins
 
 _BEGIN = QUERIES["origins/begin_export"]
 _SETTINGS = QUERIES["origins/set_export_settings"]
@@ -39,6 +39,7 @@ _EXPORT_BY_FLAGS = "origins/export_origins_by_flags"
 _EXPORT_BY_NETWORK = "origins/export_origins_by_network"
 _EXPORT_BY_STATION = "origins/export_origins_by_station"
 _EXPORT_SEARCH = "origins/export_search_origins"
+_EXPORT_BY_IDS = "origins/export_origins_by_ids"
 _STAMP = "origins/get_export_stamp"
 _HAS_CSV_ROWS = QUERIES["origins/origin_csv_exists"]
 # The stamp of an attempt that found the schemas renamed under it; never a real generation.
@@ -72,12 +73,11 @@ class OpenedExport:
 def _export_query(filters: dict[str, Any], csv_rows: bool = False) -> tuple[str, dict[str, Any]]:
     """The query (SQL file name) serving these filters and its parameters (as the listing);
     its `_as_csv` variant, reading origin_csv instead of origin_docs, when csv_rows."""
-    combos = matching_combos(filters)
-    network_id = filters.get("network_id")
-    station = filters.get("station_id")
-    params: dict[str, Any] = {"combos": combos, "network_id": network_id, "station": station}
-    if "search" in filters:
-        params["pattern"] = like_pattern(filters["search"])
+    params = filter_params(filters)
+    combos, network_id, station = params["combos"], params["network_id"], params["station"]
+    if params["ids"] is not None:
+        name = _EXPORT_BY_IDS
+    elif params["pattern"] is not None:
         name = _EXPORT_SEARCH
     elif network_id is not None:
         name = _EXPORT_BY_NETWORK

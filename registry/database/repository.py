@@ -21,6 +21,7 @@ _LIST_BY_NETWORK = "origins/list_origins_by_network"
 _LIST_IN_NETWORK = "origins/list_origins_in_network"
 _LIST_BY_STATION = "origins/list_origins_by_station"
 _SEARCH = "origins/search_origins"
+_LIST_BY_IDS = "origins/list_origins_by_ids"
 _BY_POSITIONS = "origins/get_origins_by_positions"
 _ORIGIN_BY_ID = "origins/get_origin_by_id"
 _ORIGIN_BY_ADDRESS = "origins/get_origin_by_address"
@@ -85,7 +86,7 @@ def get_origin_by_address(
     return _stamped_value(conn, _ORIGIN_BY_ADDRESS, schema, params)
 
 
-_FLAG_FILTERS = (
+FLAG_FILTERS = (
     "governance_state",
     "allocation_state",
     "publication_status",
@@ -96,8 +97,8 @@ _FLAG_FILTERS = (
 
 def matching_combos(filters: dict[str, Any]) -> list[int] | None:
     """The flag combinations the flag filters admit; None when none of them is given."""
-    key = tuple(filters.get(name) for name in _FLAG_FILTERS)
-    if key == (None,) * len(_FLAG_FILTERS):
+    key = tuple(filters.get(name) for name in FLAG_FILTERS)
+    if key == (None,) * len(FLAG_FILTERS):
         return None
     return list(_combos_for(key))
 
@@ -127,6 +128,23 @@ def like_pattern(search: str) -> str:
     return "%" + fold_for_search(search).translate(_LIKE_ESCAPES) + "%"
 
 
+def id_uuids(filters: dict[str, Any]) -> list[str] | None:
+    """The bare uuids of the `id` filter (its ids are svc:origin:<uuid>), or None."""
+    ids = filters.get("id")
+    return None if ids is None else [origin_id.rpartition(":")[2] for origin_id in ids]
+
+
+def filter_params(filters: dict[str, Any]) -> dict[str, Any]:
+    """The parameters every filtered statement takes, each None when its filter is not given."""
+    return {
+        "combos": matching_combos(filters),
+        "network_id": filters.get("network_id"),
+        "station": filters.get("station_id"),
+        "pattern": like_pattern(filters["search"]) if "search" in filters else None,
+        "ids": id_uuids(filters),
+    }
+
+
 def list_origins(
     conn: psycopg.Connection,
     filters: dict[str, Any],
@@ -139,20 +157,14 @@ def list_origins(
     Each access path is its own SQL file, so every statement has a plan that fits it; each
     returns the generation, the total and the page from one statement, hence one snapshot.
     """
-    combos = matching_combos(filters)
-    network_id = filters.get("network_id")
-    station = filters.get("station_id")
-    params: dict[str, Any] = {
-        "combos": combos,
-        "network_id": network_id,
-        "station": station,
-        "limit": limit,
-        "offset": offset,
-    }
-    if "search" in filters:
-        params["pattern"] = like_pattern(filters["search"])
+    params = {**filter_params(filters), "limit": limit, "offset": offset}
+    combos, network_id, station = params["combos"], params["network_id"], params["station"]
+    if params["ids"] is not None:
+        # At most 100 origins: found by id, whatever else is asked (search included).
+        query = _LIST_BY_IDS
+    elif params["pattern"] is not None:
         return _search(conn, params, schema)
-    if network_id is not None:
+    elif network_id is not None:
         query = _LIST_BY_NETWORK if station is not None else _LIST_IN_NETWORK
     elif station is not None:
         query = _LIST_BY_STATION

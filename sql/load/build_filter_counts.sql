@@ -21,3 +21,95 @@ SELECT (pos - 1) / 4096 AS block, combo, count(*)::bigint AS n
 FROM origin_rows GROUP BY 1, 2;
 
 CREATE INDEX block_combo_counts_idx ON block_combo_counts (combo, block) INCLUDE (n);
+
+-- Exact counts for the listing's facets (contract 13), so that a facet is read, not counted
+-- at request time. A generation built before these were added has none of them: the
+-- service then counts its origin_rows instead (registry/database/facets.py; which one a
+-- generation is, origins/facet_counts_exist.sql asks).
+--
+-- Per network (null: no network), station (null: unallocated) and flag combination: the
+-- facets of a listing filtered by network or station, each read through its index.
+CREATE TABLE facet_combo_counts AS
+SELECT network_id,
+       CASE WHEN allocated THEN address_station END AS station,
+       combo,
+       count(*)::bigint AS n
+FROM origin_rows
+GROUP BY 1, 2, 3;
+
+CREATE INDEX facet_combo_counts_network_idx ON facet_combo_counts (network_id, station)
+    INCLUDE (combo, n);
+CREATE INDEX facet_combo_counts_station_idx ON facet_combo_counts (station)
+    INCLUDE (network_id, combo, n);
+
+-- The network_id facet of a listing filtered on flags only (or not at all), ranked at load:
+-- for every combination of flag filter values (`key`: governance_state, allocation_state,
+-- publication_status, transport and has_presentations, each value or '' when not given,
+-- joined by '|'; registry/database/facets.py flag_key writes the same), the first 101
+-- networks (null: no network) by origins matching, as the facet ranks them. Summing the
+-- networks' counts at request time would read a row per network and combination.
+-- facet_keys lists every key with the flag combinations it admits (combos) and the `set` of
+-- those the graph holds, which network_facet_tops is ranked by; a key this generation does
+-- not know (one written by a later layout of the flags) is counted from origin_rows rather
+-- than read as no network.
+CREATE TABLE facet_keys AS
+WITH keyed AS (
+    SELECT concat_ws('|', g.v, a.v, p.v, t.v, h.v) AS key,
+           coalesce(array_agg(c.combo::smallint ORDER BY c.combo)
+                        FILTER (WHERE c.combo IS NOT NULL), '{}') AS combos
+    FROM (VALUES (''), ('governed'), ('ungoverned')) AS g (v)
+    CROSS JOIN (VALUES (''), ('allocated'), ('unallocated')) AS a (v)
+    CROSS JOIN (VALUES (''), ('published'), ('held')) AS p (v)
+    CROSS JOIN (VALUES (''), ('iptv'), ('ovp'), ('ota'), ('fast')) AS t (v)
+    CROSS JOIN (VALUES (''), ('true'), ('false')) AS h (v)
+    LEFT JOIN generate_series(0, 255) AS c (combo)
+    -- The same tests as registry/database/repository.py _combos_for, on the same bits.
+      ON (g.v = '' OR ((c.combo & 1) <> 0) = (g.v = 'governed'))
+     AND (a.v = '' OR ((c.combo & 2) <> 0) = (a.v = 'allocated'))
+     AND (p.v = '' OR (c.combo & CASE p.v WHEN 'published' THEN 4 ELSE 8 END) <> 0)
+     AND (t.v = '' OR (c.combo & (CASE t.v WHEN 'iptv' THEN 1 WHEN 'ovp' THEN 2
+                                           WHEN 'ota' THEN 4 ELSE 8 END << 4)) <> 0)
+     AND (h.v = '' OR ((c.combo >> 4) <> 0) = (h.v = 'true'))
+    GROUP BY 1
+), present AS (
+    -- The combinations the graph holds among each key's: keys that admit the same ones
+    -- (405 keys, 90 sets in the demo graph) share one ranking, set.
+    SELECT k.key, k.combos,
+           coalesce(array_agg(c.combo ORDER BY c.combo) FILTER (WHERE c.combo IS NOT NULL),
+                    '{}') AS present
+    FROM keyed AS k
+    LEFT JOIN combo_counts AS c ON c.combo = ANY (k.combos)
+    GROUP BY k.key, k.combos
+)
+SELECT key, combos, present, dense_rank() OVER (ORDER BY present)::integer AS set
+FROM present;
+
+ALTER TABLE facet_keys ADD PRIMARY KEY (key);
+
+CREATE TABLE network_facet_tops AS
+WITH sets AS (
+    SELECT DISTINCT set, present FROM facet_keys
+), per_network AS (
+    SELECT c.network_id, c.combo, c.n FROM network_combo_counts AS c
+    UNION ALL
+    SELECT NULL, c.combo, sum(c.n) FROM facet_combo_counts AS c
+    WHERE c.network_id IS NULL GROUP BY c.combo
+), summed AS (
+    SELECT s.set, p.network_id, sum(p.n)::bigint AS n
+    FROM sets AS s
+    CROSS JOIN unnest(s.present) AS m (combo)
+    JOIN per_network AS p ON p.combo = m.combo
+    GROUP BY s.set, p.network_id
+), ranked AS (
+    SELECT set, network_id, n,
+           row_number() OVER (PARTITION BY set
+                              ORDER BY n DESC, network_id COLLATE "C" NULLS LAST) AS rank
+    FROM summed
+)
+SELECT set, network_id, n, rank::integer AS rank FROM ranked WHERE rank <= 101;
+
+CREATE INDEX network_facet_tops_idx ON network_facet_tops (set, rank) INCLUDE (network_id, n);
+
+-- The facet tables' planner statistics, here rather than in analyze_graph_next.sql, so that
+-- this file says all there is about them.
+ANALYZE facet_combo_counts, facet_keys, network_facet_tops;

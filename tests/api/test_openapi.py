@@ -13,6 +13,7 @@ from flask import Flask
 from openapi_spec_validator import validate
 
 from registry.api.openapi import build_openapi_document, served_document
+from schemas.params import FACET_NAMES, ORIGIN_ID_FORMAT
 from tests.api.api_support import CheckedClient, OpenApiConformance
 
 REQ, OPT = True, False
@@ -97,6 +98,8 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
         "page": ("Page", REQ),
         "filters_applied": ("object", OPT),
         "origins": ("array of Origin", REQ),
+        # Contract 13: only with facet.
+        "facets": ("object", OPT),
     },
     "Page": dict.fromkeys(("page", "limit", "offset", "returned", "total"), ("integer", REQ)),
     "Error": {"success": ("boolean", REQ), "error": ("string", REQ)},
@@ -156,6 +159,9 @@ LISTING_PARAMETERS = {
     "network_id": ("string", None, None, None, None),
     "station_id": ("integer", None, 0, 2147483647, None),
     "search": ("string", None, None, None, None),
+    # Contract 13: a comma-separated list; facet and facet_size as one object.
+    "id": ("array", None, None, None, None),
+    "facet_options": ("object", None, None, None, None),
     "page": ("integer", None, 1, 2147483647, 1),
     "limit": ("integer", None, 1, 200, 50),
     "generation": ("integer", None, 1, 2**63 - 1, None),
@@ -422,6 +428,33 @@ def test_listing_parameters(api_document: dict[str, Any]):
             # Empty values and NUL are refused, so the document does not promise them.
             assert schema["minLength"] == 1 and "\\u0000" in schema["pattern"]
     assert found == LISTING_PARAMETERS
+
+
+def test_comma_lists_are_form_style_not_exploded(api_document: dict[str, Any]):
+    """id and facet are one value whose items are comma-separated (OpenAPI form, explode
+    false), each item as contract 13 allows; facet_size is described only with facet."""
+    parameters = {
+        parameter["name"]: parameter
+        for parameter in api_document["paths"]["/registry/origins"]["get"]["parameters"]
+    }
+    ids = parameters["id"]
+    assert (ids["style"], ids["explode"]) == ("form", False)
+    assert ids["schema"]["items"] == {"type": "string", "pattern": ORIGIN_ID_FORMAT}
+    assert ids["schema"]["maxItems"] == 100
+    options = parameters["facet_options"]
+    assert (options["style"], options["explode"]) == ("form", True)
+    schema = options["schema"]
+    assert set(schema["properties"]) == {"facet", "facet_size"}
+    assert schema["dependentRequired"] == {"facet_size": ["facet"]}
+    facet = schema["properties"]["facet"]
+    valid, repeated = re.compile(facet["pattern"]), re.compile(facet["not"]["pattern"])
+    for text in (",".join(FACET_NAMES), "station_id", "network_id,transport"):
+        assert valid.search(text) and not repeated.search(text), text
+    for text in ("transport,transport", "network_id,station_id,network_id"):
+        assert valid.search(text) and repeated.search(text), text
+    for text in ("", "colour", "transport,", ",transport", "Transport"):
+        assert not valid.search(text), text
+    assert "facet" not in parameters and "facet_size" not in parameters
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ benchmark (or production) notices it.
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,14 +18,14 @@ import orjson
 import psycopg
 import pytest
 
-from registry.database import exports, repository
+from registry.database import exports, facets, repository
 from registry.database.conninfo import connection_kwargs
 from registry.database.generations import graph_statement
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
 from registry.loader.loading import load_document
 from registry.settings import load_settings
-from schemas.params import parse_origin_list_query
+from schemas.params import FACET_NAMES, parse_origin_list_query
 
 ORIGINS = 100_000
 SEED = 7
@@ -50,6 +51,7 @@ BIG_TABLES = frozenset(
 #   100,000 origins); the flag listing sums it to find the block a deep page starts in;
 # - station_combo_counts: one row per station and combination; stations are few (about 60
 #   in the demo graph, 2,048 rows), whatever the number of origins;
+# - facet_keys: one row per combination of flag filter values (405), whatever the graph;
 # - registry_summary, feed, graph_info: one row each.
 # network_combo_counts is left out on purpose: it has a row per network and combination
 # (42,535 at 100,000 origins), so it grows with the graph; the network listing reads it
@@ -60,6 +62,7 @@ SMALL_TABLES = frozenset(
         "combo_counts",
         "block_combo_counts",
         "station_combo_counts",
+        "facet_keys",
         "registry_summary",
         "feed",
         "graph_info",
@@ -204,11 +207,20 @@ FLAG_VALUES = {
     "transport": ("iptv", "ovp", "ota", "fast"),
     "has_presentations": ("true", "false"),
 }
+# The parsed values (has_presentations a boolean), in FLAG_VALUES order.
+FLAG_CHOICES = (
+    ("governed", "ungoverned"),
+    ("allocated", "unallocated"),
+    ("published", "held"),
+    ("iptv", "ovp", "ota", "fast"),
+    (True, False),
+)
 ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
 NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
 NETWORK_ONLY = "origins/list_origins_in_network"
 SEARCH = "origins/search_origins"
 BY_POSITIONS = "origins/get_origins_by_positions"
+BY_IDS, EXPORT_BY_IDS = "origins/list_origins_by_ids", "origins/export_origins_by_ids"
 # Values in braces are filled from the loaded graph (PlanGraph.targets).
 LISTINGS = [
     pytest.param({}, False, ALL, id="all-first-page"),
@@ -397,6 +409,15 @@ def test_every_request_time_query_is_covered() -> None:
     and its one-row stamp)."""
     covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
     covered |= EXPORT_SETUP
+    covered |= {BY_IDS, EXPORT_BY_IDS, EXPORT_BY_IDS + "_as_csv", *FACET_SETUP}
+    covered |= {
+        FACETS_OF_ALL,
+        FACETS_BY_FLAGS,
+        FACETS_IN_NETWORK,
+        FACETS_BY_STATION,
+        FACETS_OF_SEARCH,
+        FACETS_OF_ROWS,
+    }
     covered |= {param.values[0] for param in LOOKUPS}
     files = {
         f"{folder}/{name}"
@@ -404,3 +425,146 @@ def test_every_request_time_query_is_covered() -> None:
         for name, _ in QUERIES.folder(folder)
     }
     assert files == covered
+
+
+# Contract 13. Facets: every access path, each facet asked for, with the network and station
+# facets ranked (the largest network's and the largest station's listings included).
+FACETS_OF_ALL, FACETS_BY_FLAGS = "origins/count_facets_of_all", "origins/count_facets_by_flags"
+FACETS_IN_NETWORK = "origins/count_facets_in_network"
+FACETS_BY_STATION = "origins/count_facets_by_station"
+FACETS_OF_SEARCH = "origins/count_facets_of_search"
+FACETS_OF_ROWS = "origins/count_facets_of_rows"
+FACET_SETUP = {"origins/facet_counts_exist"}
+EVERY_FACET = ",".join(FACET_NAMES)
+FACET_LISTINGS = [
+    pytest.param({}, FACETS_OF_ALL, id="all"),
+    pytest.param({"governance_state": "governed"}, FACETS_BY_FLAGS, id="governed"),
+    pytest.param({"has_presentations": "false"}, FACETS_BY_FLAGS, id="no-presentations"),
+    pytest.param(
+        {"governance_state": "governed", "allocation_state": "allocated"},
+        FACETS_BY_FLAGS,
+        id="governed+allocated",
+    ),
+    pytest.param({"network_id": "{network_id}"}, FACETS_IN_NETWORK, id="largest-network"),
+    pytest.param(
+        {"network_id": "{network_id}", "station_id": "{network_station}", "transport": "iptv"},
+        FACETS_IN_NETWORK,
+        id="network+station+iptv",
+    ),
+    pytest.param({"station_id": "{station}"}, FACETS_BY_STATION, id="station"),
+    pytest.param(
+        {"station_id": "{station}", "governance_state": "ungoverned"},
+        FACETS_BY_STATION,
+        id="station+ungoverned",
+    ),
+    pytest.param({"id": "{ids}"}, FACETS_OF_ROWS, id="100-ids"),
+    pytest.param(
+        {"id": "{ids}", "search": "news", "governance_state": "governed"},
+        FACETS_OF_ROWS,
+        id="100-ids+search+governed",
+    ),
+]
+
+
+def _hundred_ids(graph: PlanGraph) -> str:
+    """100 origin ids from across the graph, as a comma-separated id value."""
+    _, page = repository.list_origins(graph.conn, {}, 200, 20_000)
+    records = orjson.loads(page.records)
+    return ",".join(record["origin"]["id"] for record in records[::2])
+
+
+def _filters(graph: PlanGraph, args: dict[str, str]) -> dict[str, Any]:
+    """The parsed filters of these query-string arguments, targets filled in."""
+    targets = {**graph.targets, "ids": _hundred_ids(graph)}
+    given = {name: [value.format(**targets)] for name, value in args.items()}
+    filters = parse_origin_list_query(given)
+    filters.pop("page"), filters.pop("limit")
+    return filters
+
+
+def facet_statement_sent(graph: PlanGraph, filters: dict[str, Any], size: int) -> tuple[str, Any]:
+    """The statement count_facets sends for every facet (the counts' presence known)."""
+    stamp = repository.list_origins(graph.conn, {}, 1, 0)[0]
+    names = list(FACET_NAMES)
+    facets.count_facets(graph.conn, filters, names, size, stamp)
+    # A search's facets are then remembered: forget them, so this is what a first page sends.
+    facets._SEARCH_FACETS.clear()
+    return statement_of(
+        graph.conn,
+        lambda: facets.count_facets(graph.conn, filters, names, size, stamp),
+    )
+
+
+@pytest.mark.parametrize(("args", "query_name"), FACET_LISTINGS)
+def test_facets_read_counts_not_rows(
+    plan_graph: PlanGraph, args: dict[str, str], query_name: str
+) -> None:
+    """Each facet path runs its own file and scans no big table, facet_size at its largest."""
+    query, params = facet_statement_sent(plan_graph, _filters(plan_graph, args), 100)
+    assert query == graph_statement(query_name)
+    assert_no_big_seq_scan(explain(plan_graph.conn, query, params), query_name, params)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param({"search": "news"}, id="news"),
+        pytest.param({"search": "news", "network_id": "{network_id}"}, id="news+network"),
+    ],
+)
+def test_facets_of_a_search_count_its_matches_by_index(
+    plan_graph: PlanGraph, args: dict[str, str]
+) -> None:
+    """A search's facets find its matches as the search does, then each row by position."""
+    query, params = facet_statement_sent(plan_graph, _filters(plan_graph, args), 10)
+    assert query == graph_statement(FACETS_OF_SEARCH)
+    plan = explain(plan_graph.conn, query, params)
+    tolerated = frozenset() if plan_graph.has_trigrams else frozenset({"origin_search"})
+    assert_no_big_seq_scan(plan, FACETS_OF_SEARCH, params, tolerated)
+
+
+def test_the_facet_counts_check_reads_no_table(plan_graph: PlanGraph) -> None:
+    """Whether a generation has the facet counts: graph_info and the catalog, once."""
+    query = graph_statement("origins/facet_counts_exist")
+    plan = explain(plan_graph.conn, query, {"schema": "graph"})
+    assert_no_big_seq_scan(plan, "origins/facet_counts_exist", None)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param({"id": "{ids}"}, id="100-ids"),
+        pytest.param({"id": "{ids}", "search": "news", "transport": "iptv"}, id="ids+search"),
+    ],
+)
+def test_ids_are_found_by_the_id_key(plan_graph: PlanGraph, args: dict[str, str]) -> None:
+    """A listing by ids, last page too, and its exports probe origin_rows_id_key: no scan."""
+    filters = _filters(plan_graph, args)
+    query, params = statement_of(
+        plan_graph.conn, lambda: repository.list_origins(plan_graph.conn, filters, 50, 50)
+    )
+    assert query == graph_statement(BY_IDS)
+    assert_no_big_seq_scan(explain(plan_graph.conn, query, params), BY_IDS, params)
+    for csv_rows in (False, True):
+        name, params = exports._export_query(filters, csv_rows)
+        assert name == EXPORT_BY_IDS + ("_as_csv" if csv_rows else "")
+        # At most 100 rows: the one sort an export may have.
+        plan = explain(plan_graph.conn, graph_statement(name), params)
+        assert_no_big_seq_scan(plan, name, params)
+
+
+def test_the_load_ranks_networks_under_the_services_flag_keys(plan_graph: PlanGraph) -> None:
+    """network_facet_tops is keyed as the service asks it: for every combination of flag
+    filter values, the load's key and flag combinations are facets.flag_key's and
+    repository.matching_combos' (a filter whose bits moved in one place only fails here)."""
+    stored = dict(plan_graph.conn.execute("SELECT key, combos FROM graph.facet_keys").fetchall())
+    expected = {}
+    for values in itertools.product(*(((None, *choices)) for choices in FLAG_CHOICES)):
+        filters = {
+            name: value
+            for name, value in zip(FLAG_VALUES, values, strict=True)
+            if value is not None
+        }
+        combos = repository.matching_combos(filters)
+        expected[facets.flag_key(filters)] = list(range(256)) if combos is None else combos
+    assert stored == expected

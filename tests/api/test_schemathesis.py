@@ -118,6 +118,20 @@ ANSWERS: list[tuple[str, dict[str, str], int]] = [
     ("/registry/origins?governance_state=governed", {**ADMIN, **CSV}, 200),
     ("/registry/origins?generation=7", {**ADMIN, **CSV}, 404),
     ("/registry/origins", {**ADMIN, "Accept": "image/png"}, 406),
+    # Contract 13: facets and id lists, their answers and their 400s.
+    (
+        "/registry/origins?facet=governance_state,allocation_state,publication_status,transport,"
+        "has_presentations,network_id,station_id&limit=1",
+        ADMIN,
+        200,
+    ),
+    ("/registry/origins?facet=network_id,station_id&facet_size=1&search=a", ADMIN, 200),
+    (f"/registry/origins?id={HARBOUR_NEWS},svc:origin:{HARBOUR_NEWS}&facet=transport", ADMIN, 200),
+    (f"/registry/origins?id={HARBOUR_NEWS}", {**ADMIN, **CSV}, 200),
+    ("/registry/origins?facet=colour", ADMIN, 400),
+    ("/registry/origins?facet_size=2", ADMIN, 400),
+    ("/registry/origins?id=nope", ADMIN, 400),
+    ("/registry/origins?facet=transport", {**ADMIN, **NDJSON}, 400),
     (f"/registry/origins/{HARBOUR_NEWS}", ADMIN, 200),
     (f"/registry/origins/svc:origin:{HARBOUR_NEWS}?generation=1", ADMIN, 200),
     (f"/registry/origins/{HARBOUR_NEWS}?generation=8", ADMIN, 404),

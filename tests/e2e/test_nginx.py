@@ -246,18 +246,38 @@ def test_a_path_that_only_normalises_into_v1_is_refused(stack: Stack):
     assert_json_error(answer, 400, "Bad Request")
 
 
-def test_a_request_line_over_8190_bytes_is_a_json_414(stack: Stack):
-    """nginx refuses it before gunicorn would (limit_request_line 8190), with JSON."""
-    answer = request(stack.nginx.port, "/v1/registry/origins?search=" + "a" * 9000, headers=ADMIN)
+def test_a_request_line_over_16_kb_is_a_json_414(stack: Stack):
+    """nginx refuses it before gunicorn would (limit_request_line 16384), with JSON."""
+    answer = request(stack.nginx.port, "/v1/registry/origins?search=" + "a" * 17000, headers=ADMIN)
     assert_json_error(answer, 414, "URI Too Long")
-    direct = request(stack.gunicorn.port, "/registry/origins?search=" + "a" * 9000)
+    direct = request(stack.gunicorn.port, "/registry/origins?search=" + "a" * 17000)
     assert direct.status == 414
     assert direct.json() == {"success": False, "error": "URI Too Long"}
 
 
-def test_a_header_field_over_8_kb_is_a_json_400(stack: Stack):
+def test_a_hundred_prefixed_ids_fit_in_one_request_line(stack: Stack):
+    """Contract 13: request lines of at least 8 KiB, direct and through nginx: 100 prefixed
+    ids percent-encoded as a client may send them, padded past 8 KiB with a repeat."""
+    ids = [HARBOUR_NEWS, *(f"{number:08x}-0000-4000-8000-000000000000" for number in range(99))]
+    value = "%2C".join(f"svc%3Aorigin%3A{uuid}" for uuid in ids)
+    # The same ids again, written bare: duplicates count once, and the line passes 8 KiB.
+    value += "%2C" + "%2C".join(ids)
+    for port, target in (
+        (stack.gunicorn.port, "/registry/origins?id=" + value),
+        (stack.nginx.port, "/v1/registry/origins?id=" + value),
+    ):
+        assert len(f"GET {target} HTTP/1.1") > 8192
+        answer = request(port, target, headers=ADMIN)
+        assert answer.status == 200, (port, answer.status, answer.body[:200])
+        body = answer.json()
+        assert body["page"]["total"] == 1
+        assert body["origins"][0]["origin"]["id"] == f"svc:origin:{HARBOUR_NEWS}"
+        assert len(body["filters_applied"]["id"]) == 100
+
+
+def test_a_header_field_over_16_kb_is_a_json_400(stack: Stack):
     """A huge cookie: nginx's own 400, as JSON."""
-    answer = stack.proxied("/summary", headers={"Cookie": "c=" + "x" * 9000})
+    answer = stack.proxied("/summary", headers={"Cookie": "c=" + "x" * 17000})
     assert_json_error(answer, 400, "Bad Request")
 
 
@@ -295,18 +315,22 @@ def test_gunicorn_refusals_are_json_direct(stack: Stack):
 
 
 def test_the_largest_valid_listing_passes_through_nginx(stack: Stack):
-    """Every filter at its longest (search and network_id at 256 four-byte characters): a Link
-    header of over 16 KB, which nginx must pass on rather than answer 502."""
+    """Every filter at its longest (search and network_id at 256 four-byte characters, 100
+    prefixed ids) and every facet: a request line near 12 KB and a Link header of over 32 KB,
+    which nginx must pass on rather than answer 502."""
     longest = "%F0%9F%93%BA" * 256
+    ids = ",".join(f"svc:origin:{number:08x}-0000-4000-8000-000000000000" for number in range(100))
+    facets = "governance_state,allocation_state,publication_status,transport,has_presentations"
     query = (
         f"governance_state=ungoverned&allocation_state=unallocated&publication_status=published"
         f"&transport=iptv&has_presentations=false&station_id=2147483647&network_id={longest}"
-        f"&search={longest}&page=2147483647&limit=200"
+        f"&search={longest}&id={ids}&facet={facets},network_id,station_id&facet_size=100"
+        f"&page=2147483647&limit=200"
     )
     proxied = stack.proxied(f"/registry/origins?{query}", headers=ADMIN)
     direct = stack.direct(f"/registry/origins?{query}", headers=ADMIN)
     assert direct.status == 200
-    assert len(direct.header("Link") or "") > 16 * 1024
+    assert len(direct.header("Link") or "") > 32 * 1024
     assert proxied.status == 200, proxied.body[:200]
     assert proxied.header("Link") == (direct.header("Link") or "").replace(
         "</registry/", "</v1/registry/"

@@ -22,7 +22,19 @@ FILTER_NAMES = (
     "network_id",
     "station_id",
     "search",
+    "id",
 )
+# Contract 13: the facets a listing may ask for, and how many ranked values it shows.
+FACET_NAMES = (
+    "governance_state",
+    "allocation_state",
+    "publication_status",
+    "transport",
+    "has_presentations",
+    "network_id",
+    "station_id",
+)
+FACET_SIZE_DEFAULT = 10
 FEED_COUNTS = (
     "networks",
     "iptv_networks",
@@ -249,6 +261,34 @@ class RegistryModel:
         """Every origin record that passes every given (parsed) filter, in contract order."""
         return [record for record in self.ordered if passes(record, filters)]
 
+    def facets(self, filters: dict[str, Any], names: list[str], size: int) -> Record:
+        """The `facets` member (§13) of a listing with these filters, for these names."""
+        matching = self.matching(filters)
+        return {name: self._facet(name, matching, size) for name in names}
+
+    def _facet(self, name: str, matching: list[Record], size: int) -> Record:
+        """One facet over the matching records: every value of an enumerated field, 0
+        included; the ranked fields' values with a count, at most size of them."""
+        if name in ENUMERATED_VALUES:
+            values = [
+                {"value": value, "count": sum(1 for r in matching if has_value(r, name, value))}
+                for value in ENUMERATED_VALUES[name]
+            ]
+            return {"values": values, "truncated": False}
+        counts: dict[Any, int] = {}
+        for record in matching:
+            value = ranked_value(record, name)
+            counts[value] = counts.get(value, 0) + 1
+        # By count descending, then value ascending (code points, numbers), null last.
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0] is None, item[0] or 0))
+        values = []
+        for value, count in ranked[:size]:
+            entry: Record = {"value": value, "count": count}
+            if name == "network_id":
+                entry["name"] = None if value is None else self.networks[value]["name"]
+            values.append(entry)
+        return {"values": values, "truncated": len(ranked) > size}
+
     def by_address(self, network: int, station: int, channel: int) -> Record | None:
         """The record of the origin holding network.station.channel, or None."""
         for record in self.ordered:
@@ -344,6 +384,39 @@ def _contract_order(record: Record) -> tuple[Any, ...]:
     return (1, 0, 0, 0, record["origin"]["id"])
 
 
+# The enumerated facets' values, in the contract's order (§13).
+ENUMERATED_VALUES: dict[str, tuple[Any, ...]] = {
+    "governance_state": ("governed", "ungoverned"),
+    "allocation_state": ("allocated", "unallocated"),
+    "publication_status": ("published", "held", None),
+    "transport": TRANSPORTS,
+    "has_presentations": (True, False),
+}
+
+
+def has_value(record: Record, name: str, value: Any) -> bool:
+    """Whether one origin record counts under this value of an enumerated facet: transport
+    as its filter reads it (a presentation on it), the others as the record shows them."""
+    bans = record["bans"]
+    if name == "governance_state":
+        return record["governance"]["state"] == value
+    if name == "allocation_state":
+        return bans["allocated"] == (value == "allocated")
+    if name == "publication_status":
+        return bans["publication_status"] == value
+    if name == "transport":
+        return any(p["transport"] == value for p in record["presentations"])
+    return bool(record["presentations"]) == value
+
+
+def ranked_value(record: Record, name: str) -> Any:
+    """The record's value of a ranked facet: its network id, or its allocation's station."""
+    if name == "network_id":
+        return record["origin"]["network"]["id"]
+    bans = record["bans"]
+    return bans["station"] if bans["allocated"] else None
+
+
 def passes(record: Record, filters: dict[str, Any]) -> bool:
     """Whether one origin record passes every given filter (§4), each its own predicate."""
     bans = record["bans"]
@@ -359,6 +432,7 @@ def passes(record: Record, filters: dict[str, Any]) -> bool:
         "search": lambda value: search_matches(
             value, record["origin"]["name"], record["origin"]["registry_id"]
         ),
+        "id": lambda value: record["origin"]["id"] in value,
     }
     return all(checks[name](value) for name, value in filters.items())
 
@@ -371,6 +445,13 @@ def parse_filters(query: dict[str, str]) -> dict[str, Any]:
             parsed[name] = text == "true"
         elif name == "station_id":
             parsed[name] = int(text)
+        elif name == "id":
+            # Prefixed or bare, any case: the prefixed lower-case ids, first time each.
+            ids = [
+                canonical_origin_id(ORIGIN_PREFIX + part.removeprefix(ORIGIN_PREFIX))
+                for part in text.split(",")
+            ]
+            parsed[name] = list(dict.fromkeys(ids))
         elif name in FILTER_NAMES:
             parsed[name] = text
     return parsed

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from tests.properties.model import ORIGIN_PREFIX, TRANSPORTS, Record
+from tests.properties.model import FACET_NAMES, ORIGIN_PREFIX, TRANSPORTS, Record
 
 INT32_MAX = 2_147_483_647
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -258,6 +258,24 @@ def search_terms(draw: st.DrawFn, records: list[Record]) -> str:
 
 
 @st.composite
+def id_lists(draw: st.DrawFn, records: list[Record]) -> str:
+    """An `id` value: ids of the graph's origins and unknown ones, prefixed or bare, in any
+    case, some twice."""
+    known = [record["id"] for record in records if record["type"] == "origin"]
+    some_id = st.one_of(st.sampled_from(known), origin_ids()) if known else origin_ids()
+    ids = draw(st.lists(some_id, min_size=1, max_size=6))
+    if draw(st.booleans()):
+        # The same id again, its uuid in the other case: still the same origin.
+        ids.append(
+            ORIGIN_PREFIX + draw(st.sampled_from(ids)).removeprefix(ORIGIN_PREFIX).swapcase()
+        )
+    return ",".join(
+        origin_id.removeprefix(ORIGIN_PREFIX) if draw(st.booleans()) else origin_id
+        for origin_id in ids
+    )
+
+
+@st.composite
 def listing_filters(draw: st.DrawFn, records: list[Record]) -> dict[str, str]:
     """A combination of filters as query-string values (absent, matching or not)."""
     network_choices = [record["id"] for record in records if record["type"] == "network"]
@@ -284,6 +302,7 @@ def listing_filters(draw: st.DrawFn, records: list[Record]) -> dict[str, str]:
             else st.integers(0, INT32_MAX)
         ).map(str),
         "search": search_terms(records),
+        "id": id_lists(records),
     }
     # At most three filters: ANDing more of them over a small graph almost never matches.
     count = draw(st.integers(0, 3))
@@ -299,3 +318,27 @@ def listing_cases(draw: st.DrawFn) -> tuple[list[Record], list[tuple[dict[str, s
     records = draw(graph_documents())
     queries = draw(st.lists(st.tuples(listing_filters(records), LIMITS), min_size=1, max_size=4))
     return records, queries
+
+
+@st.composite
+def facet_queries(draw: st.DrawFn) -> dict[str, str]:
+    """facet (some names, any order) and sometimes facet_size, small so that it cuts."""
+    names = draw(st.lists(st.sampled_from(FACET_NAMES), unique=True, min_size=1, max_size=7))
+    query = {"facet": ",".join(names)}
+    if draw(st.integers(0, 2)):
+        # Mostly small, so that a crowded graph's networks and stations overflow it.
+        query["facet_size"] = str(draw(st.one_of(st.integers(1, 2), st.integers(1, 100))))
+    return query
+
+
+@st.composite
+def faceted_listing_cases(
+    draw: st.DrawFn,
+) -> tuple[list[Record], list[tuple[dict[str, str], int]]]:
+    """listing_cases, most queries asking for facets too (every page of a sweep the same)."""
+    records, queries = draw(listing_cases())
+    faceted = [
+        ({**query, **draw(facet_queries())} if draw(st.integers(0, 3)) else query, limit)
+        for query, limit in queries
+    ]
+    return records, faceted
