@@ -10,6 +10,7 @@ from typing import IO, Any
 import psycopg
 
 from registry.database.conninfo import resolve_database_url, writer_conninfo
+from registry.settings import keep_changes
 
 # How long `registry db vacuum` waits for older snapshots at most: an export read at 10 KB/s
 # can last a day; a week covers any the service would let finish.
@@ -76,6 +77,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                     stream,
                     progress,
                     keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+                    keep_changes=keep_changes(settings),
                     options=LoadOptions(
                         dry_run=args.dry_run,
                         allow_empty=args.allow_empty,

@@ -36,7 +36,7 @@ REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@=+/-]{0,127}\Z")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?")
 _KNOWN_PARAMETERS = frozenset(
-    (*FILTER_NAMES, *FACET_PARAMETERS, "page", "limit", "generation", "kind", "block")
+    (*FILTER_NAMES, *FACET_PARAMETERS, "page", "limit", "generation", "kind", "block", "since")
 )
 _MAX_PATH = 512
 _MAX_VALUE = 100
