@@ -57,6 +57,8 @@ def test_requests_are_counted_by_route_template(auth_app: Flask):
     assert get(client, "/summary") == 200
     assert get(client, UNKNOWN_ORIGIN, headers={"Authorization": f"Bearer {token}"}) == 404
     assert get(client, UNKNOWN_ORIGIN + "x", headers={"Authorization": f"Bearer {token}"}) == 404
+    history = UNKNOWN_ORIGIN + "/history"
+    assert get(client, history, headers={"Authorization": f"Bearer {token}"}) == 404
     assert get(client, "/nothing/here/123") == 404
     assert get(client, "/summary", method="BREW") == 405
     assert get(client, "/summary", method="DELETE") == 405
@@ -69,6 +71,7 @@ def test_requests_are_counted_by_route_template(auth_app: Flask):
 
     assert delta("/summary", "GET", "200") == 1
     assert delta("/registry/origins/<origin_id>", "GET", "404") == 2
+    assert delta("/registry/origins/<origin_id>/history", "GET", "404") == 1
     assert delta("unmatched", "GET", "404") == 1
     assert delta("unmatched", "other", "405") == 1
     assert delta("unmatched", "DELETE", "405") == 1
@@ -210,3 +213,4 @@ def test_generation_changes_count_what_the_live_generation_changed(
         )
     assert changes() == {}
     assert samples(client)[("registry_generation", ())] == 2
+
