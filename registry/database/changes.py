@@ -53,7 +53,7 @@ class GenerationRow:
     counts: dict[str, int | None]
 
 
-def _path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def filter_path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Which index serves the filters (block implies changed), and the parameters."""
     if "block" in filters:
         return "block", {"block": filters["block"]}
@@ -62,7 +62,7 @@ def _path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "all", {}
 
 
-def _statement(name: str, schema: str, column: str = "line") -> str:
+def change_statement(name: str, schema: str, column: str = "line") -> str:
     """The SQL file name with its {graph} (and {column}) placeholders filled in."""
     composed = sql.SQL(QUERIES[name]).format(
         graph=sql.Identifier(schema), column=sql.Identifier(column)
@@ -78,9 +78,9 @@ def list_changes(
     schema: str = LIVE_SCHEMA,
 ) -> tuple[Stamp, ChangePage]:
     """(stamp, page) of the changes of the generation in schema that match the filters."""
-    path, params = _path(filters)
+    path, params = filter_path(filters)
     row = conn.execute(
-        _statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
+        change_statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
     ).fetchone()
     assert row is not None  # each of these queries returns its one graph_info row
     counts = {"added": row[6], "removed": row[7], "changed": row[8]}
@@ -91,8 +91,8 @@ def export_changes_query(
     filters: dict[str, Any], schema: str, csv_rows: bool
 ) -> tuple[str, dict[str, Any]]:
     """The statement streaming every matching change (JSON objects, or CSV rows)."""
-    path, params = _path(filters)
-    return _statement(_EXPORT[path], schema, "csv_line" if csv_rows else "line"), params
+    path, params = filter_path(filters)
+    return change_statement(_EXPORT[path], schema, "csv_line" if csv_rows else "line"), params
 
 
 def list_generations(
@@ -100,7 +100,7 @@ def list_generations(
 ) -> tuple[Stamp, list[GenerationRow]]:
     """The stamp of the generation in schema and every kept generation up to it, newest
     first."""
-    rows = conn.execute(_statement("changes/list_generations", schema)).fetchall()
+    rows = conn.execute(change_statement("changes/list_generations", schema)).fetchall()
     assert rows  # the generation read is kept
     kept = [
         GenerationRow(

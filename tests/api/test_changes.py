@@ -41,7 +41,7 @@ CSV = {"Accept": "text/csv"}
 UTC_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)\Z")
 # The contract's CSV columns, spelled out here rather than taken from the service.
 CSV_HEADER = "id,kind,blocks,name,address"
-ENVELOPE = {"success", "generated_at", "generation", "previous", "counts"}
+ENVELOPE = {"success", "generated_at", "generation", "previous", "since", "counts"}
 ENVELOPE |= {"filters_applied", "page", "changes"}
 GENERATION_FIELDS = {"generation", "previous", "committed_at", "canonical_origins", "counts"}
 
