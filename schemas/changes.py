@@ -140,17 +140,27 @@ class ChangeListSchema(EnvelopeSchema):
 
 
 class GenerationSchema(Schema):
-    """One kept generation."""
+    """One generation whose change set (or graph) is kept."""
 
     generation = fields.Integer(required=True)
     previous = fields.Integer(required=True, allow_none=True)
     committed_at = fields.DateTime(format="iso", required=True)
     canonical_origins = fields.Integer(required=True, validate=validate.Range(min=0))
     counts = fields.Nested(ChangeCountsSchema, required=True)
+    readable = fields.Boolean(
+        required=True,
+        metadata={"description": "its graph is kept: generation=<generation> answers (else "
+                  "only its change set is, for since=)"},
+    )  # fmt: skip
 
 
 class GenerationListSchema(EnvelopeSchema):
-    """GET /registry/generations: every kept generation, newest first."""
+    """GET /registry/generations: every generation whose change set is kept, newest first."""
 
     current = fields.Integer(required=True, allow_none=True)
+    oldest_since = fields.Integer(
+        required=True,
+        metadata={"description": "the oldest since=m the generation answered still answers "
+                  "for (contract 12)"},
+    )  # fmt: skip
     generations = fields.List(fields.Nested(GenerationSchema), required=True)

@@ -212,18 +212,21 @@ def _changes_dropped(error: ChangesDropped) -> Response:
 
 @bp.get("/generations", **GET_ROUTE)
 def list_generations_route() -> Response:
-    """GET /registry/generations: every kept generation, newest first, with its counts.
+    """GET /registry/generations: every generation whose change set or graph is kept, newest
+    first, with its counts and whether it is readable, and the oldest since (contract 12).
 
-    With generation=n (contract 7): answered from generation n, the kept ones up to it.
+    With generation=n (contract 7): answered from generation n, the ones up to it. The list
+    changes without a new generation when a drop lands after a commit, so its validators
+    are decided on the answer itself: the ETag folds in what the list holds, and an
+    If-Modified-Since before the last drop that changed it is not a 304.
     """
     generation = parse_pinned_query(_query())
-    if (early := not_modified_early(generation)) is not None:
-        return early
     stamp, kept = read(generation, list_generations)
     body = {
         "success": True,
         "generated_at": now_utc(),
         "current": stamp.generation,
+        "oldest_since": kept.oldest_since,
         "generations": [
             {
                 "generation": row.generation,
@@ -231,8 +234,10 @@ def list_generations_route() -> Response:
                 "committed_at": row.committed_at,
                 "canonical_origins": row.origins,
                 "counts": row.counts,
+                "readable": row.readable,
             }
-            for row in kept
+            for row in kept.rows
         ],
     }
-    return stamped(json_response(GENERATION_LIST.dump(body)), stamp)
+    response = json_response(GENERATION_LIST.dump(body))
+    return stamped(response, stamp, variant=kept.fingerprint(), changed_at=kept.dropped_at)

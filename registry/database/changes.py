@@ -44,13 +44,28 @@ class ChangePage:
 
 @dataclass(frozen=True, slots=True)
 class GenerationRow:
-    """One kept generation, as GET /registry/generations lists it."""
+    """One listed generation, as GET /registry/generations lists it."""
 
     generation: int
     previous: int | None
     committed_at: datetime
     origins: int
     counts: dict[str, int | None]
+    readable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationList:
+    """The generations listed, the oldest since, and when a drop last changed the list."""
+
+    rows: list[GenerationRow]
+    oldest_since: int
+    dropped_at: datetime | None
+
+    def fingerprint(self) -> str:
+        """What the list holds, for the answer's ETag: it changes whenever the list does."""
+        kept = ",".join(f"{row.generation}{'' if row.readable else '-'}" for row in self.rows)
+        return f"{kept};{self.oldest_since}"
 
 
 def filter_path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -97,22 +112,23 @@ def export_changes_query(
 
 def list_generations(
     conn: psycopg.Connection, schema: str = LIVE_SCHEMA
-) -> tuple[Stamp, list[GenerationRow]]:
-    """The stamp of the generation in schema and every kept generation up to it, newest
-    first."""
+) -> tuple[Stamp, GenerationList]:
+    """The stamp of the generation in schema and every generation up to it whose change set
+    or graph is kept, newest first (contract 12)."""
     rows = conn.execute(change_statement("changes/list_generations", schema)).fetchall()
     assert rows  # the generation read is kept
-    kept = [
+    listed = [
         GenerationRow(
             int(g),
             None if previous is None else int(previous),
             committed_at,
             int(origins),
             {"added": added, "removed": removed, "changed": changed},
+            bool(readable),
         )
-        for _, _, g, previous, committed_at, origins, added, removed, changed in rows
+        for _, _, g, previous, committed_at, origins, added, removed, changed, readable, *_ in rows
     ]
-    return row_stamp(rows[0]), kept
+    return row_stamp(rows[0]), GenerationList(listed, int(rows[0][10]), rows[0][11])
 
 
 def open_change_export(
