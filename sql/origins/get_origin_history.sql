@@ -19,7 +19,9 @@ SELECT i.generation,
        c.generation AS changed_in,
        c.before,
        c.after
-FROM {graph}.graph_info AS i
+-- graph_info has one row, which the planner cannot know without statistics (it guesses
+-- hundreds, and multiplies the rest of the plan's cost by them): LIMIT 1 tells it.
+FROM (SELECT generation, committed_at FROM {graph}.graph_info LIMIT 1) AS i
 -- registry_meta.oldest_since(i.generation) written out (a call of that SQL function is
 -- planned again at every execution, which cost more than the rest of this statement): the
 -- newest generation up to the graph's whose change set was dropped, else the first one; and
