@@ -102,8 +102,11 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
         ids = conn.execute(QUERIES["meta/pick_benchmark_ids"]).fetchone()
+        changed = conn.execute(QUERIES["meta/pick_history_target"]).fetchone()
     assert row is not None and ids is not None
     origin_id, address, network_id, total, changes, previous = row
+    # An origin with a history to tell; any origin when the newest load changed none.
+    changed_id = changed[0] if changed is not None and changed[0] is not None else origin_id
     return {
         "ids": ids[0] or origin_id,
         "origin_id": origin_id,
@@ -112,6 +115,7 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
         "total": total,
         "changes": changes,
         "previous": previous,
+        "changed_id": changed_id,
     }
 
 
@@ -143,6 +147,8 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("ids", "id= with 100 ids", f"/registry/origins?id={targets.get('ids', origin)}"),
         ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
         ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
+        ("history", "history of a changed origin",
+         f"/registry/origins/{targets['changed_id']}/history"),
         ("changes-first", "changes (first page, limit 50)", "/registry/changes"),
         ("changes-bans", f"changes {bans}", f"/registry/changes?{bans}"),
         ("changes-deep", "changes last page, limit=50", f"/registry/changes?page={changes_last}"),
@@ -164,8 +170,8 @@ def public_urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
 ROW_KEYS = (
     "ceiling", "ceiling-query", "summary", "registry-summary", "first-page", "limit-200",
     "last-page", "flags", "search", "search-mix", "network", "facets", "facets-flags",
-    "facets-network", "facets-search-mix", "ids", "by-id", "by-address", "changes-first",
-    "changes-bans", "changes-deep", "metrics",
+    "facets-network", "facets-search-mix", "ids", "by-id", "by-address", "history",
+    "changes-first", "changes-bans", "changes-deep", "metrics",
 )  # fmt: skip
 # Contract 13's rows: every facet, alone and with two flag filters; the search mix with
 # three facets (one of them ranked: a search's facets are counted, not read).
