@@ -9,8 +9,8 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, request
 
+from registry.api.openapi_changes import add_change_paths
 from registry.api.openapi_components import (
-    CHANGE_EXPORT_CONTENT,
     COMPOSED_SCHEMAS,
     EXPORT_CONTENT,
     FACET_OPTIONS,
@@ -26,7 +26,6 @@ from registry.api.openapi_components import (
 )
 from registry.api.openapi_history import add_history_path
 from registry.api.responses import GET_ROUTE, json_response
-from schemas.changes import BLOCKS, KINDS, ChangeListQuerySchema
 from schemas.params import (
     ADDRESS_FORMAT,
     ORIGIN_ID_FORMAT,
@@ -288,7 +287,7 @@ def build_openapi_document() -> dict[str, Any]:
             )
         },
     )
-    _change_paths(spec)
+    add_change_paths(spec, _operation, _PINNED)
     spec.path(
         "/openapi.json",
         operations={
@@ -344,94 +343,6 @@ def build_openapi_document() -> dict[str, Any]:
     spec.path("/healthz", operations={"get": healthz})
     spec.path("/readyz", operations={"get": readyz})
     return comma_lists(spec.to_dict())
-
-
-# kind and block as one exploded object (?kind=changed&block=bans), so that the document can
-# say what a list of parameters cannot: block only with kind=changed or no kind (contract 10).
-CHANGE_FILTERS = {
-    "in": "query",
-    "name": "filters",
-    "style": "form",
-    "explode": True,
-    "description": "kind and block, each optional: block only with kind=changed or alone",
-    "schema": {
-        "type": "object",
-        "properties": {
-            "kind": {"type": "string", "enum": list(KINDS),
-                     "description": "added, removed or changed"},
-            "block": {"type": "string", "enum": list(BLOCKS),
-                      "description": "changed origins whose record differs in this block"},
-        },
-        "additionalProperties": False,
-        "if": {"required": ["block"]},
-        "then": {"properties": {"kind": {"const": "changed"}}},
-    },
-}  # fmt: skip
-
-
-def _change_paths(spec: APISpec) -> None:
-    """GET /registry/changes and GET /registry/generations (contract 10)."""
-    changes = json_body_response(
-        "ChangeList",
-        "one page of the changes that produced the generation, by origin id, or with since=m "
-        "of the net changes from generation m to it (contract 12); counts are the whole "
-        "generation's (the net changes' with since), page.total the filtered count",
-        {
-            "Link": {
-                **header(
-                    'with every JSON page: RFC 8288 links rel="first", "prev", "next", "last", '
-                    "kind, block, since and limit kept, and generation=<Registry-Generation>"
-                ),
-                "required": False,
-            },
-            "Registry-Total": {
-                **header("with every NDJSON or CSV export: the number of rows that follow",
-                         "integer"),
-                "required": False,
-            },
-        },
-    )  # fmt: skip
-    changes["description"] += (
-        ". With Accept: application/x-ndjson or text/csv, every matching change instead, "
-        "streamed in one answer (page and limit are then a 400)"
-    )
-    changes["content"].update(CHANGE_EXPORT_CONTENT)
-    operation = _operation(
-        "listChanges",
-        "How a generation differs from its previous one: origins added, removed and changed",
-        changes,
-        secured=True,
-        parameters=[
-            CHANGE_FILTERS,
-            {"in": "query", "schema": ChangeListQuerySchema(exclude=("kind", "block"))},
-        ],
-        generational=True,
-    )
-    operation["responses"]["406"] = _ref("NotAcceptable")
-    operation["responses"]["404"] = json_body_response(
-        "ChangesNotFound",
-        "generation or since names a generation this registry never produced (details say "
-        "which, and which is current); a malformed one is a 400",
-    )
-    operation["responses"]["410"] = json_body_response(
-        "ChangesGoneOrGenerationGone",
-        "generation names one no longer kept (GenerationGone), or since is older than the "
-        "oldest since of the generation answered (ChangesGone: start again from an export, "
-        "whose Registry-Generation is the next since)",
-    )
-    spec.path("/registry/changes", operations={"get": operation})
-    generations = _operation(
-        "listGenerations",
-        "Every kept generation, newest first, with its previous and change counts",
-        json_body_response(
-            "GenerationList",
-            "the kept generations; with generation=n, those up to n, and current is n",
-        ),
-        secured=True,
-        parameters=[_PINNED],
-        generational=True,
-    )
-    spec.path("/registry/generations", operations={"get": generations})
 
 
 @bp.get("/openapi.json", **GET_ROUTE)
