@@ -60,6 +60,11 @@ def apply_changes(export: list[Record], changes: list[Record]) -> list[Record]:
     return sorted(held.values(), key=_contract_order)
 
 
+def listing_order(records: Records) -> list[Record]:
+    """Records in listing order (§4): what an export of them streams."""
+    return sorted(records.values(), key=_contract_order)
+
+
 @dataclass
 class Generation:
     """One committed generation: its number, its previous (None for the first) and records."""
