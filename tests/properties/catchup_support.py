@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import csv
 import io
 import tempfile
@@ -14,6 +15,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import orjson
+from hypothesis import event
+from hypothesis import strategies as st
 
 from registry.load_command import command_load
 from registry.settings import load_settings
@@ -22,6 +25,8 @@ from tests.conftest import app_config, document, make_token
 from tests.properties.catchup_model import Chain
 from tests.properties.change_model import CSV_COLUMNS
 from tests.properties.model import Record
+from tests.properties.strategies import graph_documents
+from tests.properties.test_change_set import EDITS
 from tests.properties.test_export_listing import CONTRACT_COLUMNS
 
 KEEP_GENERATIONS = 2
@@ -77,6 +82,22 @@ class CatchupGraph:
         if status is not None:
             assert response.status_code == status, (url, response.status_code, response.data)
         return response
+
+
+@st.composite
+def load_chains(draw: st.DrawFn, shortest: int = 2, longest: int = 5) -> list[list[Record]]:
+    """Documents to load in turn, each the one before edited or an earlier one again."""
+    documents = [draw(graph_documents(max_origins=8))]
+    for _ in range(draw(st.integers(shortest - 1, longest - 1))):
+        if len(documents) >= 2 and draw(st.integers(0, 2)) == 0:
+            following = copy.deepcopy(draw(st.sampled_from(documents[:-1])))
+            event("a document loaded again")
+        else:
+            following = copy.deepcopy(documents[-1])
+            for name in draw(st.lists(st.sampled_from(sorted(EDITS)), min_size=1, max_size=4)):
+                EDITS[name](draw, following)
+        documents.append(draw(st.permutations(following)))
+    return documents
 
 
 def changes_url(since: int | None, generation: int | None = None, **query: str) -> str:

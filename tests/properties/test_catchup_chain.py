@@ -17,7 +17,6 @@ the export of n, JSON, NDJSON and CSV alike.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,14 +30,15 @@ from tests.properties.catchup_support import (
     changes_csv,
     changes_url,
     csv_listing_order,
+    load_chains,
     ndjson,
     origins_csv,
     sweep_changes,
 )
 from tests.properties.change_model import counts, csv_row, matching
 from tests.properties.model import Record
-from tests.properties.strategies import PROPERTY_SETTINGS, graph_documents
-from tests.properties.test_change_set import EDITS, change_queries
+from tests.properties.strategies import PROPERTY_SETTINGS
+from tests.properties.test_change_set import change_queries
 from tests.properties.test_export_listing import expected_row
 
 KEEP_GENERATIONS, KEEP_CHANGES = 2, 5
@@ -52,22 +52,6 @@ def catchup_graph(graph_database: str) -> Iterator[CatchupGraph]:
     graph.wait()
     yield graph
     graph.close()
-
-
-@st.composite
-def load_chains(draw: st.DrawFn) -> list[list[Record]]:
-    """Two to five documents, each the one before edited or an earlier one again."""
-    documents = [draw(graph_documents(max_origins=8))]
-    for _ in range(draw(st.integers(1, 4))):
-        if len(documents) >= 2 and draw(st.integers(0, 2)) == 0:
-            following = copy.deepcopy(draw(st.sampled_from(documents[:-1])))
-            event("a document loaded again")
-        else:
-            following = copy.deepcopy(documents[-1])
-            for name in draw(st.lists(st.sampled_from(sorted(EDITS)), min_size=1, max_size=4)):
-                EDITS[name](draw, following)
-        documents.append(draw(st.permutations(following)))
-    return documents
 
 
 def listing(graph: CatchupGraph, generation: int) -> list[Record]:
