@@ -69,8 +69,10 @@ class CatchupGraph:
             path = Path(folder) / "graph.jsonl"
             path.write_bytes(document(records))
             args = argparse.Namespace(path=str(path), dry_run=False, allow_empty=True, force=False)
-            with contextlib.redirect_stdout(io.StringIO()):
-                assert command_load(args, settings) == 0
+            printed, errors = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
+                status = command_load(args, settings)
+            assert status == 0, errors.getvalue()
         current = self.get("/registry/generations").get_json()["current"]
         self.chain.commit(current, records)
         return current
