@@ -8,7 +8,17 @@ from typing import Any
 
 from flask import Flask
 
-from registry.api import changes, connection, docs, export, health, openapi, operator, public
+from registry.api import (
+    changes,
+    connection,
+    docs,
+    export,
+    health,
+    history,
+    openapi,
+    operator,
+    public,
+)
 from registry.api.admin_token import register_auth
 from registry.api.errors import register_errorhandlers
 from registry.api.generations import register_generations
@@ -43,6 +53,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(public.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(changes.bp)
+    app.register_blueprint(history.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(health.bp)

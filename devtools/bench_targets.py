@@ -101,8 +101,11 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
     """Ids, an address and the largest network of the loaded graph, for the URLs."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         row = conn.execute(QUERIES["meta/pick_benchmark_targets"]).fetchone()
+        changed = conn.execute(QUERIES["meta/pick_history_target"]).fetchone()
     assert row is not None
     origin_id, address, network_id, total, changes, previous = row
+    # An origin with a history to tell; any origin when the newest load changed none.
+    changed_id = changed[0] if changed is not None and changed[0] is not None else origin_id
     return {
         "origin_id": origin_id,
         "address": address,
@@ -110,6 +113,7 @@ def pick_targets(conninfo: str) -> dict[str, Any]:
         "total": total,
         "changes": changes,
         "previous": previous,
+        "changed_id": changed_id,
     }
 
 
@@ -133,6 +137,8 @@ def urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("network", "network_id=<largest>", f"/registry/origins?network_id={network}"),
         ("by-id", "origin by id", f"/registry/origins/{targets['origin_id']}"),
         ("by-address", "origin by address", f"/registry/addresses/{targets['address']}"),
+        ("history", "history of a changed origin",
+         f"/registry/origins/{targets['changed_id']}/history"),
         ("changes-first", "changes (first page, limit 50)", "/registry/changes"),
         ("changes-bans", f"changes {bans}", f"/registry/changes?{bans}"),
         ("changes-deep", "changes last page, limit=50", f"/registry/changes?page={changes_last}"),
@@ -154,6 +160,7 @@ def public_urls(targets: dict[str, Any]) -> list[tuple[str, str, str]]:
 ROW_KEYS = (
     "ceiling", "ceiling-query", "summary", "registry-summary", "first-page", "limit-200",
     "last-page", "flags", "search", "search-mix", "network", "by-id", "by-address",
+    "history",
     "changes-first", "changes-bans", "changes-deep", "metrics",
 )  # fmt: skip
 # A scrape is one request at a time (Prometheus never overlaps its own): that row runs at one

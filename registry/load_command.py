@@ -9,6 +9,7 @@ from typing import IO, Any
 import psycopg
 
 from registry.database.conninfo import resolve_database_url, writer_conninfo
+from registry.settings import keep_changes
 
 
 def _connect(settings: dict[str, Any]) -> psycopg.Connection:
@@ -71,6 +72,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                     stream,
                     progress,
                     keep_generations=int(settings["REGISTRY_KEEP_GENERATIONS"]),
+                    keep_changes=keep_changes(settings),
                     options=LoadOptions(
                         dry_run=args.dry_run,
                         allow_empty=args.allow_empty,

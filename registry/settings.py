@@ -44,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_MAX_REPLICA_LAG_S": 10.0,
     # Generations kept for pinned reads (contract 7): the current one and those before it.
     "REGISTRY_KEEP_GENERATIONS": 2,
+    # Change sets kept for /registry/changes?since= (contract 12), from 1 to MAX_KEEP_CHANGES;
+    # a value below REGISTRY_KEEP_GENERATIONS is raised to it (keep_changes()).
+    "REGISTRY_KEEP_CHANGES": 30,
     # A load that would remove more than this percentage of the current generation's origins
     # is refused unless `registry load --force` (contract 10). Unset: no such limit.
     "REGISTRY_MAX_REMOVED_PERCENT": None,
@@ -68,9 +71,12 @@ _INTEGERS = {
     "REGISTRY_POOL_MAX_WAITING",
     "REGISTRY_RETRY_AFTER_S",
     "REGISTRY_KEEP_GENERATIONS",
+    "REGISTRY_KEEP_CHANGES",
     "REGISTRY_MAX_EXPORTS",
 }
-_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_MAX_EXPORTS"}
+_POSITIVE = {"REGISTRY_KEEP_GENERATIONS", "REGISTRY_KEEP_CHANGES", "REGISTRY_MAX_EXPORTS"}
+# The most change sets REGISTRY_KEEP_CHANGES may keep (contract 12).
+MAX_KEEP_CHANGES = 1000
 _FLOATS = {
     "REGISTRY_CONNECT_TIMEOUT_S",
     "REGISTRY_POOL_TIMEOUT_S",
@@ -107,6 +113,12 @@ def load_settings(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return settings
 
 
+def keep_changes(settings: Mapping[str, Any]) -> int:
+    """The change sets a load keeps (contract 12): REGISTRY_KEEP_CHANGES, raised to
+    REGISTRY_KEEP_GENERATIONS when below it."""
+    return max(int(settings["REGISTRY_KEEP_CHANGES"]), int(settings["REGISTRY_KEEP_GENERATIONS"]))
+
+
 def state_dir(settings: Mapping[str, Any]) -> Path:
     """The folder that holds the embedded database and development secrets."""
     return Path(settings["REGISTRY_STATE_DIR"]).expanduser().resolve()
@@ -119,6 +131,8 @@ def _convert(name: str, raw: str) -> Any:
             number = int(raw)
             if name in _POSITIVE and number < 1:
                 raise SettingsError(f"{name} must be at least 1, not {raw!r}")
+            if name == "REGISTRY_KEEP_CHANGES" and number > MAX_KEEP_CHANGES:
+                raise SettingsError(f"{name} must be at most {MAX_KEEP_CHANGES}, not {raw!r}")
             return number
         if name in _FLOATS:
             value = float(raw)

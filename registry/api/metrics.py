@@ -301,6 +301,7 @@ class ServiceCollector(Collector):
             "When the live generation was committed (Unix time).",
             value=live.loaded_at.timestamp(),
         )
+        yield from _change_set_series(live)
         if live.changes is None:
             return  # loaded before change sets were recorded: no series rather than a guess
         changes = GaugeMetricFamily(
@@ -312,6 +313,32 @@ class ServiceCollector(Collector):
         for kind, count in live.changes.items():
             changes.add_metric((kind,), count)
         yield changes
+
+
+def _change_set_series(live: LiveGeneration) -> Iterator[Metric]:
+    """The change sets kept (contract 12) and their bytes; none when no change set is kept."""
+    kept = live.change_sets
+    if kept is None:
+        return
+    yield GaugeMetricFamily(
+        "registry_change_sets_kept",
+        "Generations whose change set is kept, so /registry/changes?since= can answer from"
+        " them (contract §12).",
+        value=kept.count,
+    )
+    if kept.oldest_since is not None:
+        yield GaugeMetricFamily(
+            "registry_change_sets_oldest_since",
+            "The oldest generation a consumer may give as since= (contract §12): an older one"
+            " is answered 410.",
+            value=kept.oldest_since,
+        )
+    if kept.size_bytes is not None:
+        yield GaugeMetricFamily(
+            "registry_change_sets_bytes",
+            "Disk used by the kept change sets, as measured after each load.",
+            value=kept.size_bytes,
+        )
 
 
 class _LocalCollector(Collector):

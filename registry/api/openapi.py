@@ -21,6 +21,7 @@ from registry.api.openapi_components import (
     inline_json,
     json_body_response,
 )
+from registry.api.openapi_history import add_history_path
 from registry.api.responses import GET_ROUTE, json_response
 from schemas.changes import BLOCKS, KINDS, ChangeListQuerySchema
 from schemas.params import (
@@ -241,6 +242,12 @@ def build_openapi_document() -> dict[str, Any]:
         "/registry/origins",
         operations={"get": listing_operation},
     )
+    origin_id = _path_parameter(
+        "originId",
+        "svc:origin:<uuid>, or the bare <uuid>; hex digits in either case",
+        ORIGIN_ID_FORMAT,
+        "svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
+    )
     spec.path(
         "/registry/origins/{originId}",
         operations={
@@ -249,20 +256,13 @@ def build_openapi_document() -> dict[str, Any]:
                 "One origin with all its presentations, by id",
                 _origin_envelope("the origin"),
                 secured=True,
-                parameters=[
-                    _path_parameter(
-                        "originId",
-                        "svc:origin:<uuid>, or the bare <uuid>; hex digits in either case",
-                        ORIGIN_ID_FORMAT,
-                        "svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807",
-                    ),
-                    _PINNED,
-                ],
+                parameters=[origin_id, _PINNED],
                 not_found=True,
                 generational=True,
             )
         },
     )
+    add_history_path(spec, _operation, [origin_id, _PINNED])
     spec.path(
         "/registry/addresses/{address}",
         operations={

@@ -131,3 +131,10 @@ def open_change_export(
         return total, statement, params, csv_rows
 
     return open_export(conn, generation, first, plan)
+
+
+def oldest_since(conn: psycopg.Connection, generation: int) -> int | None:
+    """The oldest since of generation (contract 12): the smallest m such that the change set
+    of every generation after m, up to generation, is kept; None when none was produced."""
+    row = conn.execute(QUERIES["changes/get_oldest_since"], {"generation": generation}).fetchone()
+    return None if row is None or row[0] is None else int(row[0])

@@ -122,6 +122,13 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON registry_meta.schema_migrations TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON registry_meta.generations TO {}").format(name))
+        # The kept change sets and the net changes built from them (contract 12).
+        conn.execute(
+            sql.SQL(
+                "GRANT SELECT ON registry_meta.change_log, registry_meta.net_changes, "
+                "registry_meta.net_counts TO {}"
+            ).format(name)
+        )
         for (schema,) in conn.execute(QUERIES["meta/list_generation_schemas"]).fetchall():
             conn.execute(
                 sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), name)

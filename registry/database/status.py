@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from registry.database.changes import oldest_since
 from registry.database.generations import current_generation
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.queries import QUERIES
@@ -27,6 +28,8 @@ class LiveGeneration:
     # Origins added, removed and changed against its previous generation (contract 10);
     # None when the generation was loaded before change sets were recorded.
     changes: dict[str, int] | None = None
+    # The change sets kept (contract 12); None when none is, or not recorded.
+    change_sets: KeptChangeSets | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,15 @@ class GenerationStatus:
     changes: dict[str, int] | None = None
 
 
+@dataclass(frozen=True)
+class KeptChangeSets:
+    """The change sets kept (contract 12): how many, the oldest since, and their disk use."""
+
+    count: int
+    oldest_since: int | None
+    size_bytes: int | None
+
+
 @dataclass
 class DatabaseStatus:
     """Everything `registry status` reports about one database."""
@@ -56,6 +68,7 @@ class DatabaseStatus:
     migrations_version: int | None
     graph_version: int | None
     generations: list[GenerationStatus] = field(default_factory=list)
+    change_sets: KeptChangeSets | None = None
     reader_roles: dict[str, bool] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -81,7 +94,19 @@ def get_live_generation(conn: psycopg.Connection) -> LiveGeneration | None:
     changes = None
     if row is not None and None not in row:
         changes = {"added": int(row[0]), "removed": int(row[1]), "changed": int(row[2])}
-    return LiveGeneration(stamp.generation, stamp.committed_at, changes)
+    kept = kept_change_sets(conn, stamp.generation)
+    return LiveGeneration(stamp.generation, stamp.committed_at, changes, kept)
+
+
+def kept_change_sets(conn: psycopg.Connection, live: int | None) -> KeptChangeSets | None:
+    """The change sets kept, the oldest since of the live generation and their bytes; None
+    when none is kept (or the database predates kept change sets)."""
+    row = conn.execute(QUERIES["meta/get_kept_change_sets"]).fetchone()
+    if row is None or row[0] is None:
+        return None
+    count, size = row
+    since = None if live is None else oldest_since(conn, live)
+    return KeptChangeSets(int(count), since, None if size is None else int(size))
 
 
 def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
@@ -125,6 +150,7 @@ def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
             )
             for g, at, n, size, previous, added, removed, changed in rows
         ]
+        status.change_sets = kept_change_sets(conn, live)
     if has_reader_roles:
         rows = conn.execute(QUERIES["status/list_reader_roles"]).fetchall()
         status.reader_roles = {name: bool(exists) for name, exists in rows}
@@ -181,9 +207,20 @@ def status_lines(status: DatabaseStatus, conninfo: str) -> list[str]:
                 against = "first" if kept.previous is None else f"against {kept.previous}"
                 counts = ", ".join(f"{kind} {n:,}" for kind, n in kept.changes.items())
                 lines.append(f"          changes ({against}): {counts}")
+    if status.generations:
+        lines.append(_change_sets_line(status.change_sets))
     if not status.reader_roles:
         lines.append("reader role  none registered (`registry db create-reader ROLE`)")
     for role, exists in status.reader_roles.items():
         state = "exists" if exists else "MISSING: registered but not a role of this server"
         lines.append(f"reader role  {role}: {state}")
     return lines
+
+
+def _change_sets_line(kept: KeptChangeSets | None) -> str:
+    """How many change sets are kept, since when /registry/changes?since= answers, and their
+    size."""
+    if kept is None:
+        return "change sets  none kept (loaded before change sets were kept)"
+    since = "unknown" if kept.oldest_since is None else str(kept.oldest_since)
+    return f"change sets  {kept.count} kept, oldest since {since}, {_megabytes(kept.size_bytes)}"

@@ -47,6 +47,8 @@ MAX_PROBLEMS = 20
 # connection beside the load's own (registry.loader.beside); below it one connection is quicker.
 BESIDE_FROM = 50_000
 DEFAULT_KEEP_GENERATIONS = 2
+# Change sets kept (contract 12), never fewer than the generations kept.
+DEFAULT_KEEP_CHANGES = 30
 # A fingerprint of everything that shapes the stored graph: its tables, the load steps and
 # the schema every record is dumped with.
 GRAPH_FORMAT = hashlib.sha256(
@@ -143,13 +145,16 @@ def load_document(
     progress: LoadProgress | None = None,
     keep_generations: int = DEFAULT_KEEP_GENERATIONS,
     options: LoadOptions | None = None,
+    keep_changes: int = DEFAULT_KEEP_CHANGES,
 ) -> LoadResult:
     """Replace the graph with the document read from stream; raise LoadRejected if it is bad,
     LoadRefused if a guard refuses it (registry.loader.changes).
 
     The committed graph is a new generation; the newest keep_generations are kept, older ones
-    are dropped once it has committed. A dry run does everything up to the commit, change set
-    included, then rolls it all back: no generation number is taken, nothing is dropped.
+    are dropped once it has committed, and so are change sets past the newest keep_changes
+    (raised to keep_generations when below it: contract 12). A dry run does everything up
+    to the commit, change set included, then rolls it all back: no generation number is
+    taken, nothing is dropped.
     """
     options = options or LoadOptions()
     if keep_generations < 1:
@@ -200,6 +205,7 @@ def load_document(
     if not options.dry_run:
         progress.advance(1, step="drop retired generations")
         statements.drop_retired_generations(conn, keep_generations)
+        statements.drop_retired_change_sets(conn, max(keep_changes, keep_generations))
         statements.vacuum_graph(conn)
         statements.record_generation_size(conn)
         progress.advance(1)

@@ -153,7 +153,8 @@ def grant_readers(conn: psycopg.Connection) -> None:
 def record_generation(
     conn: psycopg.Connection, origins: int, previous: int | None, changes: dict[str, int]
 ) -> tuple[int, datetime]:
-    """Number the new graph, keep the live one as graph_g<n>, and make the new one live.
+    """Number the new graph, keep its change set, keep the live one as graph_g<n>, and make
+    the new one live.
 
     previous and changes (added, removed, changed) are the change set's, for the record."""
     present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
@@ -166,6 +167,10 @@ def record_generation(
         QUERIES["load/record_generation"], {"origins": origins, "previous": previous, **changes}
     ).fetchone()
     assert row is not None  # INSERT ... RETURNING of one row
+    # The change set outlives the graph (contract 12): copied to change_log, with the net
+    # changes from every kept since to this generation, before the generation goes live.
+    conn.execute(QUERIES["load/record_change_log"])
+    conn.execute(QUERIES["load/build_net_changes"])
     if retired is None:
         conn.execute(QUERIES["load/publish_first_graph"])
     else:
@@ -195,8 +200,19 @@ def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
                 continue
 
 
+def drop_retired_change_sets(conn: psycopg.Connection, keep: int) -> None:
+    """Drop the change sets past the newest keep (contract 12), oldest first, each in its own
+    transaction. Deleting rows never waits for readers: one that began before still reads
+    them in its snapshot (an export of changes since an old generation ends whole)."""
+    rows = conn.execute(QUERIES["load/list_change_sets_to_drop"], {"keep": keep}).fetchall()
+    for (generation,) in rows:
+        with conn.transaction():
+            conn.execute(QUERIES["load/drop_change_set"], {"generation": int(generation)})
+
+
 def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
-    """In the caller's transaction: lock every table of schema, drop it, mark it dropped."""
+    """In the caller's transaction: lock every table of schema, drop it and its net changes,
+    mark it dropped."""
     conn.execute(QUERIES["load/set_lock_timeout"])
     tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
     if tables:
@@ -205,6 +221,7 @@ def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> 
     conn.execute(
         sql.SQL(QUERIES["load/drop_generation_schema"]).format(schema=sql.Identifier(schema))
     )
+    conn.execute(QUERIES["load/drop_net_changes"], {"generation": generation})
     conn.execute(QUERIES["load/mark_generation_dropped"], {"generation": generation})
 
 

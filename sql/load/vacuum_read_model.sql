@@ -1,2 +1,4 @@
--- After the commit: sets the visibility map so the read model's index-only scans skip the heap.
-VACUUM graph.origin_rows, graph.origin_docs, graph.origin_csv, graph.origin_search;
+-- After the commit: sets the visibility map so the read model's index-only scans skip the heap,
+-- the net changes' included (contract 12: a page of since= is a range of their index).
+VACUUM graph.origin_rows, graph.origin_docs, graph.origin_csv, graph.origin_search,
+    registry_meta.net_changes, registry_meta.net_counts;

@@ -34,6 +34,7 @@ def test_what_they_leave_out_is_what_nginx_does_not_pass_or_the_service_does_not
         "address": "1.1.1",
         "changes": 1,
         "previous": None,
+        "changed_id": "o",
     }
     left_out = {key: path for key, _, path in urls(targets)}
     for key, _, _ in public_urls(targets):

@@ -17,6 +17,7 @@ from registry.api.errors import unavailable_cause
 from registry.api.metrics import REJECTION_REASONS, UNAVAILABLE_CAUSES
 from registry.loader.demo import write_demo_document
 from registry.loader.demo_twin import write_twin_document
+from registry.loader.loading import load_document
 from tests.api.conftest import AUTH_AUDIENCE, AUTH_ISSUER
 from tests.conftest import dead_port, load_records, make_token
 
@@ -57,6 +58,8 @@ def test_requests_are_counted_by_route_template(auth_app: Flask):
     assert get(client, "/summary") == 200
     assert get(client, UNKNOWN_ORIGIN, headers={"Authorization": f"Bearer {token}"}) == 404
     assert get(client, UNKNOWN_ORIGIN + "x", headers={"Authorization": f"Bearer {token}"}) == 404
+    history = UNKNOWN_ORIGIN + "/history"
+    assert get(client, history, headers={"Authorization": f"Bearer {token}"}) == 404
     assert get(client, "/nothing/here/123") == 404
     assert get(client, "/summary", method="BREW") == 405
     assert get(client, "/summary", method="DELETE") == 405
@@ -69,6 +72,7 @@ def test_requests_are_counted_by_route_template(auth_app: Flask):
 
     assert delta("/summary", "GET", "200") == 1
     assert delta("/registry/origins/<origin_id>", "GET", "404") == 2
+    assert delta("/registry/origins/<origin_id>/history", "GET", "404") == 1
     assert delta("unmatched", "GET", "404") == 1
     assert delta("unmatched", "other", "405") == 1
     assert delta("unmatched", "DELETE", "405") == 1
@@ -210,3 +214,39 @@ def test_generation_changes_count_what_the_live_generation_changed(
         )
     assert changes() == {}
     assert samples(client)[("registry_generation", ())] == 2
+
+
+def test_kept_change_sets_are_counted_with_their_bytes(
+    api_app_factory: Callable[..., Flask], database_factory: Callable[[], str]
+):
+    """registry_change_sets_kept, _oldest_since and _bytes (contract 12): the first load keeps
+    its own change set (every origin added, since the first generation itself); four loads
+    with two change sets kept keep the last two, since the generation before them, and their
+    bytes follow their changes (30 origins each), not the graph (300)."""
+    conninfo = database_factory()
+    demo, twin = io.BytesIO(), io.BytesIO()
+    write_demo_document(demo, origins=300, seed=5)
+    write_twin_document(twin, 300, seed=5, fraction=0.1)
+    client = api_app_factory(conninfo).test_client()
+
+    def kept() -> dict[str, float]:
+        scrape = samples(client)
+        return {
+            name.removeprefix("registry_change_sets_"): value
+            for (name, _), value in scrape.items()
+            if name.startswith("registry_change_sets_")
+        }
+
+    def load(payload: bytes) -> None:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            load_document(conn, io.BytesIO(payload), keep_changes=2)
+
+    load(demo.getvalue())
+    first = kept()
+    assert (first["kept"], first["oldest_since"]) == (1, 1)
+    assert first["bytes"] > 0
+    for payload in (twin, demo, twin):
+        load(payload.getvalue())
+    last = kept()
+    assert (last["kept"], last["oldest_since"]) == (2, 2)
+    assert 0 < last["bytes"] < first["bytes"]

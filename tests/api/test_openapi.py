@@ -182,6 +182,12 @@ OPERATIONS = {
     # Contract 10.
     "/registry/changes": ("listChanges", "ChangeList", PUBLIC | ADMIN | PINNED | {"406"}),
     "/registry/generations": ("listGenerations", "GenerationList", PUBLIC | ADMIN | PINNED),
+    # Contract 12.
+    "/registry/origins/{originId}/history": (
+        "getOriginHistory",
+        "OriginHistory",
+        PUBLIC | ADMIN | PINNED,
+    ),
     "/openapi.json": ("getOpenApiDocument", None, PUBLIC - {"503"}),
     "/healthz": ("getLiveness", None, PUBLIC - {"503"}),
     "/readyz": ("getReadiness", None, PUBLIC),
@@ -324,11 +330,35 @@ CHANGE_TABLES = {
 }  # fmt: skip
 
 
+# Contract 12's history: each component's fields, every one required.
+HISTORY_TABLES = {
+    "OriginHistory": {"success", "generated_at", "generation", "oldest_since", "id", "versions"},
+    "OriginVersion": {"from", "until", "origin"},
+}
+
+
 def test_no_undocumented_components(api_document: dict[str, Any]):
-    """The components are the spec's resources and error bodies and contract 10's, no more."""
+    """The components are the spec's resources and error bodies and contract 10's and 12's, no
+    more."""
     assert set(api_document["components"]["schemas"]) == (
-        set(SPEC_TABLES) | set(CHANGE_TABLES) | {"LookupNotFound"}
+        set(SPEC_TABLES) | set(CHANGE_TABLES) | set(HISTORY_TABLES) | {"LookupNotFound"}
     )
+
+
+@pytest.mark.parametrize("name", sorted(HISTORY_TABLES))
+def test_history_components_name_the_contracts_fields(api_document: dict[str, Any], name: str):
+    """Contract 12's history: its fields, every one required but generated_at; from and until
+    integers or null, origin an Origin or null, oldest_since an integer."""
+    schema = api_document["components"]["schemas"][name]
+    assert set(schema["properties"]) == HISTORY_TABLES[name]
+    assert set(schema["required"]) == HISTORY_TABLES[name] - {"generated_at"}
+    if name == "OriginVersion":
+        for field in ("from", "until"):
+            assert schema["properties"][field]["type"] == ["integer", "null"]
+        assert kind(schema["properties"]["origin"]) == "Origin|null"
+    else:
+        assert schema["properties"]["oldest_since"]["type"] == "integer"
+        assert kind(schema["properties"]["versions"]) == "array of OriginVersion"
 
 
 @pytest.mark.parametrize("name", sorted(CHANGE_TABLES))
@@ -356,6 +386,7 @@ def test_block_only_with_kind_changed(api_document: dict[str, Any]):
         ("/registry/origins", "GenerationNotFound"),
         ("/registry/origins/{originId}", "LookupNotFound"),
         ("/registry/addresses/{address}", "LookupNotFound"),
+        ("/registry/origins/{originId}/history", "LookupNotFound"),
     ],
 )
 def test_generation_not_found_is_documented(api_document: dict[str, Any], path: str, body: str):
@@ -435,6 +466,12 @@ def test_listing_parameters(api_document: dict[str, Any]):
                 "3B2F1E0D-9C8B-4A7F-8E6D-5C4B3A291807",
             ],
             ["svc:origin:", "3b2f1e0d9c8b4a7f8e6d5c4b3a291807", "SVC:ORIGIN:0-0-0-0-0"],
+        ),
+        (
+            "/registry/origins/{originId}/history",
+            "originId",
+            ["svc:origin:3b2f1e0d-9c8b-4a7f-8e6d-5c4b3a291807"],
+            ["svc:origin:", "3b2f1e0d9c8b4a7f8e6d5c4b3a291807"],
         ),
         (
             "/registry/addresses/{address}",

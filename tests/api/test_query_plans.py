@@ -17,7 +17,7 @@ import orjson
 import psycopg
 import pytest
 
-from registry.database import exports, repository
+from registry.database import exports, history, repository
 from registry.database.conninfo import connection_kwargs
 from registry.database.generations import graph_statement
 from registry.database.queries import QUERIES
@@ -26,6 +26,7 @@ from registry.loader.loading import load_document
 from registry.settings import load_settings
 from schemas.params import parse_origin_list_query
 
+HISTORY = "origins/get_origin_history"
 ORIGINS = 100_000
 SEED = 7
 
@@ -392,12 +393,28 @@ def test_lookup_and_summary_use_indexes(
     assert_no_big_seq_scan(explain(conn, query, params), query_name, params)
 
 
+def test_an_origins_history_reads_the_change_log_by_id(plan_graph: PlanGraph) -> None:
+    """The history (contract 12) probes the change log by origin id, and the graph by id; only
+    the list of generations (a row per generation, never per origin) may be read whole."""
+    conn = plan_graph.conn
+    origin_uuid = plan_graph.targets["origin_uuid"]
+    query, params = statement_of(conn, lambda: history.get_origin_history(conn, origin_uuid))
+    assert query == graph_statement(HISTORY)
+    plan = explain(conn, query, params)
+    assert_no_big_seq_scan(plan, HISTORY, params, tolerated=frozenset({"generations"}))
+    probes = [node for node in nodes(plan) if node.get("Relation Name") == "change_log"]
+    assert probes, outline(plan)
+    probed = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}
+    assert all(node["Node Type"] in probed for node in probes), outline(plan)
+
+
 def test_every_request_time_query_is_covered() -> None:
     """Each file under sql/origins and sql/summary is EXPLAINed above (or is an export's BEGIN
     and its one-row stamp)."""
     covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
     covered |= EXPORT_SETUP
     covered |= {param.values[0] for param in LOOKUPS}
+    covered.add(HISTORY)
     files = {
         f"{folder}/{name}"
         for folder in ("origins", "summary")

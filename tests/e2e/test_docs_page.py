@@ -35,6 +35,7 @@ ENDPOINTS = [
     "/registry/origins",
     "/registry/origins/{originId}",
     "/registry/addresses/{address}",
+    "/registry/origins/{originId}/history",
 ]
 WAIT_S = 30
 LOCAL_SCHEMES = frozenset(("data", "blob", "about", "chrome"))

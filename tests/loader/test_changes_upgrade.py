@@ -11,7 +11,7 @@ from registry.database.changes import list_changes
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.repository import get_schema_state
 
-from .graphs import BASE, LINE, document, edited, load
+from .graphs import BASE, LINE, document, drop_change_log, edited, load
 
 OLD_ORIGIN = "Alpha"
 
@@ -26,6 +26,7 @@ def as_before_migration_3(conn: psycopg.Connection) -> None:
         "ALTER TABLE registry_meta.generations DROP COLUMN previous, DROP COLUMN added,"
         " DROP COLUMN removed, DROP COLUMN changed"
     )
+    drop_change_log(conn)
     conn.execute("UPDATE graph.graph_info SET schema_version = 2")
     conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 3")
 

@@ -23,7 +23,7 @@ from registry.database.generations import (
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.loader.loading import LoadRejected, LoadResult, load_document
 
-from .graphs import BASE, LINE, document, edited
+from .graphs import BASE, LINE, document, drop_change_log, edited
 
 
 def load(conninfo: str, payload: bytes, keep: int = 2) -> LoadResult:
@@ -190,6 +190,7 @@ def test_a_graph_loaded_before_generations_becomes_generation_1(
             " DROP COLUMN format"
         )
         conn.execute("UPDATE graph.graph_info SET schema_version = 1")
+        drop_change_log(conn)
         conn.execute("DROP TABLE registry_meta.generations")
         conn.execute("DROP SEQUENCE registry_meta.generation_seq")
         conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 2")

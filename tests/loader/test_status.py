@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -16,6 +17,7 @@ from psycopg import sql
 
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.roles import create_reader_role
+from registry.loader.loading import load_document
 
 from .graphs import load
 
@@ -42,6 +44,7 @@ def test_status_of_a_database_never_set_up(database_factory: Callable[[], str]) 
     assert "server       PostgreSQL " in done.stdout
     assert "schema       not set up" in done.stdout
     assert "generations  none" in done.stdout
+    assert "change sets" not in done.stdout
     assert "reader role  none registered" in done.stdout
 
 
@@ -93,3 +96,31 @@ def test_status_fails_when_the_database_cannot_be_reached() -> None:
     assert done.returncode == 1
     assert "cannot reach the database" in done.stderr
     assert done.stdout == ""
+
+
+def test_status_shows_the_change_sets_kept(
+    database_factory: Callable[[], str], example_document: bytes
+) -> None:
+    """Contract 12: how many change sets are kept, the oldest since, and their bytes. The
+    first load keeps its own (since the first generation itself); after four loads keeping
+    two, the generation before the older of them."""
+    conninfo = database_factory()
+
+    def load_keeping_two() -> None:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            load_document(conn, io.BytesIO(example_document), keep_changes=2)
+
+    load_keeping_two()
+    status = json.loads(registry_status(conninfo, "--json").stdout)
+    assert status["change_sets"]["count"] == 1
+    assert status["change_sets"]["oldest_since"] == 1
+    assert status["change_sets"]["size_bytes"] > 0
+    for _ in range(3):
+        load_keeping_two()
+    done = registry_status(conninfo, "--json")
+    assert done.returncode == 0, done.stderr
+    kept = json.loads(done.stdout)["change_sets"]
+    assert (kept["count"], kept["oldest_since"]) == (2, 2)
+    assert kept["size_bytes"] >= 0
+    text = registry_status(conninfo).stdout
+    assert "change sets  2 kept, oldest since 2, " in text

@@ -1,0 +1,209 @@
+"""Change sets kept longer than graphs (contract 12), as stored: every load copies its change
+set into registry_meta.change_log and builds its net changes; REGISTRY_KEEP_CHANGES bounds
+the kept change sets; the oldest since follows them; an upgraded database keeps what it had."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import psycopg
+import pytest
+
+from registry.database.changes import oldest_since
+from registry.database.migrations import SCHEMA_VERSION, apply_migrations
+from registry.database.repository import get_schema_state
+from registry.loader.loading import LoadResult, load_document
+from registry.settings import SettingsError, keep_changes, load_settings, settings_from_environ
+
+from .graphs import (
+    BASE,
+    HELD_LINE,
+    LINE,
+    ORIGIN_ID,
+    OTHER_ORIGIN_ID,
+    document,
+    drop_change_log,
+    edited,
+)
+
+ALPHA = ORIGIN_ID.removeprefix("svc:origin:")
+BETA = OTHER_ORIGIN_ID.removeprefix("svc:origin:")
+WITHOUT_BETA = document([r for i, r in enumerate(BASE, 1) if i not in (5, HELD_LINE)])
+RENAMED = edited(LINE["origin"], name="Alpha renamed")
+BASE_DOCUMENT = document(BASE)
+RENAMED_WITHOUT_BETA = document(
+    [
+        {**record, "name": "Alpha renamed"} if line == LINE["origin"] else record
+        for line, record in enumerate(BASE, 1)
+        if line not in (5, HELD_LINE)
+    ]
+)
+
+
+def load(conninfo: str, payload: bytes, keep: int = 2, changes: int = 30) -> LoadResult:
+    """Load payload keeping keep generations and changes change sets."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return load_document(conn, io.BytesIO(payload), keep_generations=keep, keep_changes=changes)
+
+
+def net(conn: psycopg.Connection, since: int, generation: int) -> dict[str, tuple[str, list[str]]]:
+    """The stored net changes of (since, generation): origin id -> (kind, blocks)."""
+    rows = conn.execute(
+        "SELECT id::text, kind, blocks FROM registry_meta.net_changes"
+        " WHERE generation = %s AND lo <= %s AND %s < until",
+        (generation, since, since),
+    ).fetchall()
+    return {origin: (kind, blocks) for origin, kind, blocks in rows}
+
+
+def counts(conn: psycopg.Connection, since: int, generation: int) -> tuple[int, ...] | None:
+    """The stored counts of the net changes of (since, generation): added, removed, changed,
+    then the changed in blocks origin and bans."""
+    row = conn.execute(
+        "SELECT added, removed, changed, origin, bans FROM registry_meta.net_counts"
+        " WHERE generation = %s AND since = %s",
+        (generation, since),
+    ).fetchone()
+    return None if row is None else tuple(row)
+
+
+def kept_change_sets(conn: psycopg.Connection) -> list[int]:
+    """The generations whose change sets are kept, oldest first, as change_log holds them."""
+    rows = conn.execute(
+        "SELECT DISTINCT generation FROM registry_meta.change_log ORDER BY generation"
+    ).fetchall()
+    marked = conn.execute(
+        "SELECT generation FROM registry_meta.generations WHERE changes_dropped_at IS NULL"
+        " ORDER BY generation"
+    ).fetchall()
+    assert [g for (g,) in rows] == [g for (g,) in marked]
+    return [g for (g,) in rows]
+
+
+def test_a_chain_of_loads_keeps_each_change_set_and_nets_them(
+    database_factory: Callable[[], str],
+) -> None:
+    """Alpha renamed then renamed back, Beta removed then re-added: each change set is kept as
+    the load made it, and the net changes since each generation are exact."""
+    conninfo = database_factory()
+    for payload in (BASE_DOCUMENT, RENAMED, RENAMED_WITHOUT_BETA, BASE_DOCUMENT):
+        load(conninfo, payload)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        assert kept_change_sets(conn) == [1, 2, 3, 4]
+        log = conn.execute(
+            "SELECT generation, id::text, kind, blocks, before IS NULL, after IS NULL,"
+            " after_name, before_name FROM registry_meta.change_log ORDER BY generation, id"
+        ).fetchall()
+        assert log == [
+            (1, ALPHA, "added", [], True, False, "Alpha", None),
+            (1, BETA, "added", [], True, False, "Beta", None),
+            (2, ALPHA, "changed", ["origin"], False, False, "Alpha renamed", "Alpha"),
+            (3, BETA, "removed", [], False, True, None, "Beta"),
+            (4, ALPHA, "changed", ["origin"], False, False, "Alpha", "Alpha renamed"),
+            (4, BETA, "added", [], True, False, "Beta", None),
+        ]
+        # before and after are the records exactly as the API answered them
+        before, after = conn.execute(
+            "SELECT before, after FROM registry_meta.change_log WHERE generation = 4 AND id = %s",
+            (ALPHA,),
+        ).fetchone()
+        assert '"name":"Alpha renamed"' in before and '"name":"Alpha"' in after
+        assert oldest_since(conn, 4) == 1
+        assert net(conn, 1, 4) == {}
+        assert net(conn, 2, 4) == {ALPHA: ("changed", ["origin"])}
+        assert net(conn, 3, 4) == {ALPHA: ("changed", ["origin"]), BETA: ("added", [])}
+        assert net(conn, 4, 4) == {}
+        assert net(conn, 1, 3) == {ALPHA: ("changed", ["origin"]), BETA: ("removed", [])}
+        assert counts(conn, 1, 4) == (0, 0, 0, 0, 0)
+        assert counts(conn, 3, 4) == (1, 0, 1, 1, 0)
+        assert counts(conn, 1, 3) == (0, 1, 1, 1, 0)
+        # the net changes of a dropped graph went with it (two graphs kept: 3 and 4)
+        assert counts(conn, 1, 2) is None
+        sizes = conn.execute(
+            "SELECT generation, change_bytes > 0 FROM registry_meta.generations ORDER BY 1"
+        ).fetchall()
+        assert sizes == [(1, True), (2, True), (3, True), (4, True)]
+
+
+def test_change_sets_past_keep_changes_are_dropped_and_the_oldest_since_follows(
+    database_factory: Callable[[], str],
+) -> None:
+    conninfo = database_factory()
+    documents = [BASE_DOCUMENT, RENAMED, BASE_DOCUMENT, RENAMED, BASE_DOCUMENT]
+    expected = {
+        1: ([1], 1),
+        2: ([1, 2], 1),
+        3: ([1, 2, 3], 1),
+        4: ([2, 3, 4], 1),
+        5: ([3, 4, 5], 2),
+    }
+    for generation, payload in enumerate(documents, 1):
+        result = load(conninfo, payload, keep=2, changes=3)
+        assert result.generation == generation
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            kept, since = expected[generation]
+            assert (kept_change_sets(conn), oldest_since(conn, generation)) == (kept, since)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        # generation 5 renamed Alpha back: since 2 (renamed) it changed; since 3 it did not
+        assert net(conn, 2, 5) == {ALPHA: ("changed", ["origin"])}
+        assert net(conn, 3, 5) == {}
+        # a generation never produced has no oldest since of its own: the registry's is kept
+        assert oldest_since(conn, 4) == 2
+
+
+def test_keep_changes_is_never_below_keep_generations(database_factory: Callable[[], str]) -> None:
+    conninfo = database_factory()
+    for payload in (BASE_DOCUMENT, RENAMED, BASE_DOCUMENT, RENAMED):
+        load(conninfo, payload, keep=3, changes=1)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        assert kept_change_sets(conn) == [2, 3, 4]
+        assert oldest_since(conn, 4) == 1
+
+
+def test_the_keep_changes_setting() -> None:
+    assert keep_changes(load_settings()) == 30
+    assert keep_changes({"REGISTRY_KEEP_CHANGES": 1, "REGISTRY_KEEP_GENERATIONS": 4}) == 4
+    assert settings_from_environ({"REGISTRY_KEEP_CHANGES": "1000"})["REGISTRY_KEEP_CHANGES"] == 1000
+    for bad in ("0", "1001", "many"):
+        with pytest.raises(SettingsError, match="REGISTRY_KEEP_CHANGES"):
+            settings_from_environ({"REGISTRY_KEEP_CHANGES": bad})
+
+
+def as_before_migration_4(conn: psycopg.Connection) -> None:
+    """Put the database back the way the code before migration 004 left it."""
+    drop_change_log(conn)
+    conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 4")
+    for (schema,) in conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname ~ '^graph(_g[0-9]+)?$'"
+    ).fetchall():
+        conn.execute(f"UPDATE {schema}.graph_info SET schema_version = 3")
+
+
+def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
+    database_factory: Callable[[], str],
+) -> None:
+    conninfo = database_factory()
+    for payload in (BASE_DOCUMENT, RENAMED, WITHOUT_BETA):
+        load(conninfo, payload)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        as_before_migration_4(conn)
+        assert get_schema_state(conn)["graph_version"] == 3
+        assert apply_migrations(conn) == ["004_change_log"]
+        assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
+        # generation 1's graph was dropped, and its change set with it
+        assert kept_change_sets(conn) == [2, 3]
+        assert oldest_since(conn, 3) == 1
+        row = conn.execute(
+            "SELECT kind, before_name, after_name, after_blocks IS NOT NULL"
+            " FROM registry_meta.change_log WHERE generation = 2"
+        ).fetchall()
+        assert row == [("changed", "Alpha", "Alpha renamed", True)]
+        assert net(conn, 1, 3) == {BETA: ("removed", [])}
+        assert net(conn, 2, 3) == {ALPHA: ("changed", ["origin"]), BETA: ("removed", [])}
+    # the next load nets across the upgrade: Beta back, Alpha's name back
+    load(conninfo, BASE_DOCUMENT)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        assert kept_change_sets(conn) == [2, 3, 4]
+        assert net(conn, 1, 4) == {}
+        assert net(conn, 2, 4) == {ALPHA: ("changed", ["origin"])}
