@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 ORIGINS ?= 100000
 CLUSTER_ORIGINS ?= 10000
 
-.PHONY: install run stop test test-db test-cluster lint bench bench-changes loadtest faulttest cluster clean
+.PHONY: install run stop test test-db test-cluster lint bench bench-changes bench-since loadtest faulttest cluster clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,12 @@ bench: install
 ## demo, its 1 % twin and a wholly different document, loaded in a scratch database
 bench-changes: install
 	$(BIN)/python -m devtools.bench_changes --origins $(ORIGINS)
+
+## make bench-since [ORIGINS=100000]: change sets kept longer than graphs (contract 12): a chain
+## of 10 loads of 1 % twins, the storage kept, since=<oldest> pages and export (wrk)
+bench-since: install
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(BIN)/python -m devtools.bench_since --origins $(ORIGINS) $(BENCH_ARGS)
 
 ## make loadtest [ORIGINS=100000]: 60 s of mixed URLs through nginx at 64 connections (wrk)
 loadtest: install

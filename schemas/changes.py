@@ -16,7 +16,13 @@ from schemas.origin import (
     RenderedOrigin,
     RenderedRecords,
 )
-from schemas.params import Choice, DecimalInteger, StrictQuerySchema, generation_parameter
+from schemas.params import (
+    GENERATION_MAX,
+    Choice,
+    DecimalInteger,
+    StrictQuerySchema,
+    generation_parameter,
+)
 
 KINDS = ("added", "removed", "changed")
 BLOCKS = ("origin", "governance", "bans", "presentations")
@@ -24,7 +30,7 @@ BLOCK_WITHOUT_CHANGED = "only changed origins have blocks: give kind=changed or 
 
 
 class ChangeListQuerySchema(StrictQuerySchema):
-    """GET /registry/changes: kind, block, the page wanted, the generation."""
+    """GET /registry/changes: kind, block, the page wanted, the generation, the since."""
 
     kind = Choice(KINDS, "added (in this generation only), removed (in the previous only) or "
                   "changed (in both, with a different record)")  # fmt: skip
@@ -34,6 +40,13 @@ class ChangeListQuerySchema(StrictQuerySchema):
     )
     limit = DecimalInteger(1, 200, "changes per page", load_default=50, metadata={"default": 50})
     generation = generation_parameter()
+    since = DecimalInteger(
+        1,
+        GENERATION_MAX,
+        "the net changes from this generation (the Registry-Generation a client last saw) to "
+        "the generation answered (contract 12): 410 once older than the oldest since, 404 if "
+        "never produced, 400 if newer than the generation answered; default its previous",
+    )
 
     @validates_schema
     def _block_needs_changed(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -111,7 +124,12 @@ class ChangeListSchema(EnvelopeSchema):
     generation = fields.Integer(required=True, metadata={"description": "whose changes"})
     previous = fields.Integer(
         required=True, allow_none=True,
-        metadata={"description": "the generation compared with; null for the first"},
+        metadata={"description": "the generation committed just before; null for the first"},
+    )  # fmt: skip
+    since = fields.Integer(
+        required=True, allow_none=True,
+        metadata={"description": "the generation compared with (contract 12): since= as "
+                  "given, else previous"},
     )  # fmt: skip
     counts = fields.Nested(ChangeCountsSchema, required=True)
     filters_applied = fields.Dict(
@@ -122,17 +140,27 @@ class ChangeListSchema(EnvelopeSchema):
 
 
 class GenerationSchema(Schema):
-    """One kept generation."""
+    """One generation whose change set (or graph) is kept."""
 
     generation = fields.Integer(required=True)
     previous = fields.Integer(required=True, allow_none=True)
     committed_at = fields.DateTime(format="iso", required=True)
     canonical_origins = fields.Integer(required=True, validate=validate.Range(min=0))
     counts = fields.Nested(ChangeCountsSchema, required=True)
+    readable = fields.Boolean(
+        required=True,
+        metadata={"description": "its graph is kept: generation=<generation> answers (else "
+                  "only its change set is, for since=)"},
+    )  # fmt: skip
 
 
 class GenerationListSchema(EnvelopeSchema):
-    """GET /registry/generations: every kept generation, newest first."""
+    """GET /registry/generations: every generation whose change set is kept, newest first."""
 
     current = fields.Integer(required=True, allow_none=True)
+    oldest_since = fields.Integer(
+        required=True,
+        metadata={"description": "the oldest since=m the generation answered still answers "
+                  "for (contract 12)"},
+    )  # fmt: skip
     generations = fields.List(fields.Nested(GenerationSchema), required=True)

@@ -77,3 +77,36 @@ class GenerationNotFoundSchema(ErrorSchema):
 
     error = fields.String(required=True, validate=validate.Equal("Generation not found"))
     details = fields.Nested(GenerationDetailsSchema, required=True)
+
+
+class SinceDetailsSchema(Schema):
+    """The since asked for and the newest generation."""
+
+    since = fields.Integer(required=True, metadata={"description": "the since asked for"})
+    current = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "the newest generation"}
+    )
+
+
+class SinceNotFoundSchema(ErrorSchema):
+    """404: since=m, well-formed, names a generation this registry never produced (contract
+    12)."""
+
+    error = fields.String(required=True, validate=validate.Equal("Generation not found"))
+    details = fields.Nested(SinceDetailsSchema, required=True)
+
+
+class ChangesGoneDetailsSchema(SinceDetailsSchema):
+    """The since asked for, the oldest since still answered, and the newest generation."""
+
+    oldest_since = fields.Integer(
+        required=True,
+        metadata={"description": "the oldest since the generation answered still answers for"},
+    )
+
+
+class ChangesGoneSchema(ErrorSchema):
+    """410: since=m is older than the oldest since (contract 12): start again from an export."""
+
+    error = fields.String(required=True, validate=validate.Equal("Changes no longer available"))
+    details = fields.Nested(ChangesGoneDetailsSchema, required=True)

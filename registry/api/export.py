@@ -275,16 +275,23 @@ def export_origins(representation: str, filters: dict[str, Any]) -> Response:
 
 
 def stream_export(
-    representation: str, generation: int | None, opener: Opener, layout: Layout, name: str
+    representation: str,
+    generation: int | None,
+    opener: Opener,
+    layout: Layout,
+    name: str,
+    *,
+    decide_early: bool = True,
 ) -> Response:
     """200 with every row opener's export reads, streamed as NDJSON or CSV, as file name.*;
     or 304; or 503 when the instance's exports are all taken.
 
     The generation headers and conditional requests are the JSON listing's (contract 7),
     with an ETag of its own for each representation. `Registry-Total` is the number of rows
-    that follow (lines of NDJSON, CSV rows after the header).
+    that follow (lines of NDJSON, CSV rows after the header). decide_early false: no 304
+    before the export is opened (its answer may turn into an error under the same validators).
     """
-    early = not_modified_early(generation, representation=representation)
+    early = not_modified_early(generation, representation=representation) if decide_early else None
     if early is not None:
         early.vary.add("Accept")
         return early

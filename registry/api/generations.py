@@ -57,9 +57,14 @@ class OriginNotFoundIn(OriginNotFound):
         self.stamp = stamp
 
 
-def etag(generation: int, representation: str = JSON) -> str:
-    """The weak ETag of this request's URL in generation: W/"<generation>-<hash>"."""
+def etag(generation: int, representation: str = JSON, variant: str = "") -> str:
+    """The weak ETag of this request's URL in generation: W/"<generation>-<hash>".
+
+    variant: what else the answer depends on beside its URL and generation (the kept
+    generations, for the generation list); folded into the hash."""
     url = request.path.encode() + b"?" + request.query_string + b"\n" + representation.encode()
+    if variant:
+        url += b"\n" + variant.encode()
     return f'W/"{generation}-{hashlib.blake2b(url, digest_size=6).hexdigest()}"'
 
 
@@ -69,11 +74,13 @@ def _http_date(committed_at: datetime) -> str:
     return http_date(committed_at)
 
 
-def generation_headers(stamp: Stamp, representation: str = JSON) -> dict[str, str]:
+def generation_headers(
+    stamp: Stamp, representation: str = JSON, variant: str = ""
+) -> dict[str, str]:
     """Registry-Generation, ETag, Last-Modified and Cache-Control of an answer from stamp."""
     return {
         GENERATION_HEADER: str(stamp.generation),
-        "ETag": etag(stamp.generation, representation),
+        "ETag": etag(stamp.generation, representation, variant),
         "Last-Modified": _http_date(stamp.committed_at),
         "Cache-Control": PRIVATE if is_registry_path(request.path) else PUBLIC,
     }
@@ -86,10 +93,23 @@ def read(
     return read_generation(get_connection(), generation, reader)
 
 
-def stamped(response: Response, stamp: Stamp, representation: str = JSON) -> Response:
-    """The answer with its generation headers, or 304 if the request's conditions say so."""
-    headers = generation_headers(stamp, representation)
-    if response.status_code == 200 and _not_modified(stamp, headers["ETag"], certain=True):
+def stamped(
+    response: Response,
+    stamp: Stamp,
+    representation: str = JSON,
+    *,
+    variant: str = "",
+    changed_at: datetime | None = None,
+) -> Response:
+    """The answer with its generation headers, or 304 if the request's conditions say so.
+
+    variant: folded into the ETag (etag()). changed_at: a moment after the generation's
+    commit when the answer changed (a drop); an If-Modified-Since before it is not a 304.
+    """
+    headers = generation_headers(stamp, representation, variant)
+    if response.status_code == 200 and _not_modified(
+        stamp, headers["ETag"], certain=True, changed_at=changed_at
+    ):
         return not_modified_response(headers)
     response.headers.update(headers)
     return response
@@ -138,8 +158,11 @@ def not_modified_response(headers: dict[str, str]) -> Response:
     return response
 
 
-def _not_modified(stamp: Stamp, current: str, *, certain: bool) -> bool:
-    """RFC 9110 13.2.2 for GET and HEAD: If-None-Match decides; else If-Modified-Since."""
+def _not_modified(
+    stamp: Stamp, current: str, *, certain: bool, changed_at: datetime | None = None
+) -> bool:
+    """RFC 9110 13.2.2 for GET and HEAD: If-None-Match decides; else If-Modified-Since
+    (against the commit, or a later change of the answer: changed_at)."""
     if "If-None-Match" in request.headers:
         tags = request.if_none_match
         if tags.star_tag:
@@ -147,6 +170,10 @@ def _not_modified(stamp: Stamp, current: str, *, certain: bool) -> bool:
         return tags.contains_weak(current[3:-1])
     since = request.if_modified_since  # None when absent or not an HTTP-date: ignored
     if since is None:
+        return False
+    if changed_at is not None and since <= changed_at:
+        # changed after the commit: an HTTP-date has no fraction, so the second it changed
+        # in is not a 304 either
         return False
     return since >= stamp.committed_at.replace(microsecond=0)
 

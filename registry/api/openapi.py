@@ -371,13 +371,14 @@ def _change_paths(spec: APISpec) -> None:
     """GET /registry/changes and GET /registry/generations (contract 10)."""
     changes = json_body_response(
         "ChangeList",
-        "one page of the changes that produced the generation, by origin id; counts are the "
-        "whole generation's, page.total the filtered count",
+        "one page of the changes that produced the generation, by origin id, or with since=m "
+        "of the net changes from generation m to it (contract 12); counts are the whole "
+        "generation's (the net changes' with since), page.total the filtered count",
         {
             "Link": {
                 **header(
                     'with every JSON page: RFC 8288 links rel="first", "prev", "next", "last", '
-                    "kind, block and limit kept, and generation=<Registry-Generation>"
+                    "kind, block, since and limit kept, and generation=<Registry-Generation>"
                 ),
                 "required": False,
             },
@@ -405,6 +406,17 @@ def _change_paths(spec: APISpec) -> None:
         generational=True,
     )
     operation["responses"]["406"] = _ref("NotAcceptable")
+    operation["responses"]["404"] = json_body_response(
+        "ChangesNotFound",
+        "generation or since names a generation this registry never produced (details say "
+        "which, and which is current); a malformed one is a 400",
+    )
+    operation["responses"]["410"] = json_body_response(
+        "ChangesGoneOrGenerationGone",
+        "generation names one no longer kept (GenerationGone), or since is older than the "
+        "oldest since of the generation answered (ChangesGone: start again from an export, "
+        "whose Registry-Generation is the next since)",
+    )
     spec.path("/registry/changes", operations={"get": operation})
     generations = _operation(
         "listGenerations",

@@ -10,12 +10,14 @@ from typing import Any
 
 from schemas.changes import ChangeListSchema, ChangeSchema, GenerationListSchema
 from schemas.errors import (
+    ChangesGoneSchema,
     ErrorSchema,
     ForbiddenSchema,
     GenerationGoneSchema,
     GenerationNotFoundSchema,
     InvalidParametersSchema,
     ServiceUnavailableSchema,
+    SinceNotFoundSchema,
     UnauthorizedSchema,
 )
 from schemas.origin import OriginEnvelopeSchema, OriginListSchema
@@ -35,6 +37,8 @@ SCHEMAS = (
     ("Forbidden", ForbiddenSchema),
     ("GenerationGone", GenerationGoneSchema),
     ("GenerationNotFound", GenerationNotFoundSchema),
+    ("SinceNotFound", SinceNotFoundSchema),
+    ("ChangesGone", ChangesGoneSchema),
     ("Change", ChangeSchema),
     ("ChangeList", ChangeListSchema),
     ("GenerationList", GenerationListSchema),
@@ -45,6 +49,19 @@ COMPOSED_SCHEMAS = {
         "oneOf": [
             {"$ref": "#/components/schemas/Error"},
             {"$ref": "#/components/schemas/GenerationNotFound"},
+        ]
+    },
+    # /registry/changes: generation=n or since=m names what was never produced, or is gone.
+    "ChangesNotFound": {
+        "oneOf": [
+            {"$ref": "#/components/schemas/GenerationNotFound"},
+            {"$ref": "#/components/schemas/SinceNotFound"},
+        ]
+    },
+    "ChangesGoneOrGenerationGone": {
+        "oneOf": [
+            {"$ref": "#/components/schemas/GenerationGone"},
+            {"$ref": "#/components/schemas/ChangesGone"},
         ]
     },
 }

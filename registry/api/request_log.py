@@ -35,7 +35,9 @@ REQUEST_ID_HEADER = "X-Request-ID"
 # nothing that starts like a JWT (a client must not get a token into our logs this way).
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@=+/-]{0,127}\Z")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?")
-_KNOWN_PARAMETERS = frozenset((*FILTER_NAMES, "page", "limit", "generation", "kind", "block"))
+_KNOWN_PARAMETERS = frozenset(
+    (*FILTER_NAMES, "page", "limit", "generation", "kind", "block", "since")
+)
 _MAX_PATH = 512
 _MAX_VALUE = 100
 _MAX_NAME = 40

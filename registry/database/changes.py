@@ -44,16 +44,31 @@ class ChangePage:
 
 @dataclass(frozen=True, slots=True)
 class GenerationRow:
-    """One kept generation, as GET /registry/generations lists it."""
+    """One listed generation, as GET /registry/generations lists it."""
 
     generation: int
     previous: int | None
     committed_at: datetime
     origins: int
     counts: dict[str, int | None]
+    readable: bool
 
 
-def _path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class GenerationList:
+    """The generations listed, the oldest since, and when a drop last changed the list."""
+
+    rows: list[GenerationRow]
+    oldest_since: int
+    dropped_at: datetime | None
+
+    def fingerprint(self) -> str:
+        """What the list holds, for the answer's ETag: it changes whenever the list does."""
+        kept = ",".join(f"{row.generation}{'' if row.readable else '-'}" for row in self.rows)
+        return f"{kept};{self.oldest_since}"
+
+
+def filter_path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Which index serves the filters (block implies changed), and the parameters."""
     if "block" in filters:
         return "block", {"block": filters["block"]}
@@ -62,7 +77,7 @@ def _path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "all", {}
 
 
-def _statement(name: str, schema: str, column: str = "line") -> str:
+def change_statement(name: str, schema: str, column: str = "line") -> str:
     """The SQL file name with its {graph} (and {column}) placeholders filled in."""
     composed = sql.SQL(QUERIES[name]).format(
         graph=sql.Identifier(schema), column=sql.Identifier(column)
@@ -78,9 +93,9 @@ def list_changes(
     schema: str = LIVE_SCHEMA,
 ) -> tuple[Stamp, ChangePage]:
     """(stamp, page) of the changes of the generation in schema that match the filters."""
-    path, params = _path(filters)
+    path, params = filter_path(filters)
     row = conn.execute(
-        _statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
+        change_statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
     ).fetchone()
     assert row is not None  # each of these queries returns its one graph_info row
     counts = {"added": row[6], "removed": row[7], "changed": row[8]}
@@ -91,28 +106,29 @@ def export_changes_query(
     filters: dict[str, Any], schema: str, csv_rows: bool
 ) -> tuple[str, dict[str, Any]]:
     """The statement streaming every matching change (JSON objects, or CSV rows)."""
-    path, params = _path(filters)
-    return _statement(_EXPORT[path], schema, "csv_line" if csv_rows else "line"), params
+    path, params = filter_path(filters)
+    return change_statement(_EXPORT[path], schema, "csv_line" if csv_rows else "line"), params
 
 
 def list_generations(
     conn: psycopg.Connection, schema: str = LIVE_SCHEMA
-) -> tuple[Stamp, list[GenerationRow]]:
-    """The stamp of the generation in schema and every kept generation up to it, newest
-    first."""
-    rows = conn.execute(_statement("changes/list_generations", schema)).fetchall()
+) -> tuple[Stamp, GenerationList]:
+    """The stamp of the generation in schema and every generation up to it whose change set
+    or graph is kept, newest first (contract 12)."""
+    rows = conn.execute(change_statement("changes/list_generations", schema)).fetchall()
     assert rows  # the generation read is kept
-    kept = [
+    listed = [
         GenerationRow(
             int(g),
             None if previous is None else int(previous),
             committed_at,
             int(origins),
             {"added": added, "removed": removed, "changed": changed},
+            bool(readable),
         )
-        for _, _, g, previous, committed_at, origins, added, removed, changed in rows
+        for _, _, g, previous, committed_at, origins, added, removed, changed, readable, *_ in rows
     ]
-    return row_stamp(rows[0]), kept
+    return row_stamp(rows[0]), GenerationList(listed, int(rows[0][10]), rows[0][11])
 
 
 def open_change_export(

@@ -1,9 +1,18 @@
 -- Returns, for the graph in schema {graph} (the newest generation, or the one a request
--- pins), its generation and commit time, then every kept generation up to it, newest first,
--- with its previous, commit time, origins and change counts (NULL for a generation loaded
--- before change sets were recorded) (contract 10). registry_meta.generations is tiny.
+-- pins), its generation and commit time, then every generation up to it whose change set or
+-- graph is still kept, newest first (contract 12), with its previous, commit time, origins
+-- and change counts (NULL for a generation loaded before change sets were recorded), whether
+-- its graph is kept (readable), the oldest since, and the last moment a drop changed this
+-- list (NULL if none did): the answer's validators follow it. registry_meta.generations is
+-- tiny (one row per load).
 SELECT i.generation AS current, i.committed_at AS current_committed_at,
-       g.generation, g.previous, g.committed_at, g.origins, g.added, g.removed, g.changed
+       g.generation, g.previous, g.committed_at, g.origins, g.added, g.removed, g.changed,
+       g.dropped_at IS NULL AS readable,
+       registry_meta.oldest_since(i.generation) AS oldest_since,
+       (SELECT max(greatest(d.dropped_at, d.changes_dropped_at))
+        FROM registry_meta.generations AS d
+        WHERE d.generation <= i.generation) AS dropped_at
 FROM {graph}.graph_info AS i
-JOIN registry_meta.generations AS g ON g.dropped_at IS NULL AND g.generation <= i.generation
+JOIN registry_meta.generations AS g
+    ON (g.dropped_at IS NULL OR g.changes_dropped_at IS NULL) AND g.generation <= i.generation
 ORDER BY g.generation DESC;

@@ -71,6 +71,35 @@ CREATE TABLE registry_meta.net_counts (
     PRIMARY KEY (generation, since)
 );
 
+-- Each net change as the API sends it (contract 12, as a change of contract 10), from its
+-- origin id, kind, blocks and the two records (before: the version's record, kept as the
+-- before of the change that ended it; after: the record at n, kept as the after of the
+-- origin's last change up to n): net_change_json, the JSON object of changes[] and of an
+-- NDJSON export; net_change_csv, its CSV row (id, kind, blocks, name, address: of the record
+-- at n, or of the version for a removed origin) as Python's csv module writes it, the name
+-- with the spreadsheet guard of sql/load/build_origin_csv.sql. Plain SQL expressions, which
+-- the planner inlines into each statement that uses them (sql/changes/*net_changes*.sql).
+CREATE FUNCTION registry_meta.net_change_json(
+    id uuid, kind text, blocks text[], before text, after text
+) RETURNS text
+LANGUAGE sql IMMUTABLE AS $fn$
+    SELECT '{"id":"svc:origin:' || id::text || '","kind":"' || kind || '","blocks":'
+           || array_to_json(blocks)::text || ',"before":' || coalesce(before, 'null')
+           || ',"after":' || coalesce(after, 'null') || '}'
+$fn$;
+
+CREATE FUNCTION registry_meta.net_change_csv(
+    id uuid, kind text, blocks text[], name text, address text
+) RETURNS text
+LANGUAGE sql IMMUTABLE AS $fn$
+    SELECT concat('svc:origin:' || id::text, ',', kind, ',', array_to_string(blocks, ';'), ',',
+                  CASE WHEN g.name ~ E'[",\r\n]'
+                       THEN '"' || replace(g.name, '"', '""') || '"' ELSE g.name END, ',',
+                  address, E'\r\n')
+    FROM (SELECT CASE WHEN left(name, 1) IN ('=', '+', '-', '@', E'\t', E'\r')
+                      THEN '''' ELSE '' END || name AS name) AS g
+$fn$;
+
 -- The oldest since of generation n (contract 12): the smallest m such that the change set of
 -- every generation after m, up to n, is kept. That is the newest generation up to n whose
 -- change set is not kept; when every one is, the first generation ever committed.

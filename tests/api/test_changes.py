@@ -41,9 +41,10 @@ CSV = {"Accept": "text/csv"}
 UTC_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)\Z")
 # The contract's CSV columns, spelled out here rather than taken from the service.
 CSV_HEADER = "id,kind,blocks,name,address"
-ENVELOPE = {"success", "generated_at", "generation", "previous", "counts"}
+ENVELOPE = {"success", "generated_at", "generation", "previous", "since", "counts"}
 ENVELOPE |= {"filters_applied", "page", "changes"}
 GENERATION_FIELDS = {"generation", "previous", "committed_at", "canonical_origins", "counts"}
+GENERATION_FIELDS |= {"readable"}  # contract 12
 
 
 def new_registry(database_factory: Callable[[], str], *graphs: list[Record]) -> Iterator[Registry]:
@@ -392,7 +393,7 @@ def test_accept_admitting_nothing_offered_is_406(settled: Registry) -> None:
 def test_generations_lists_every_kept_one_newest_first(registry: Registry) -> None:
     """current, then each kept generation with its previous, commit time, origins and counts."""
     answer = body(registry, "/registry/generations")
-    assert set(answer) == {"success", "generated_at", "current", "generations"}
+    assert set(answer) == {"success", "generated_at", "current", "oldest_since", "generations"}
     assert (answer["success"], answer["current"]) == (True, 2)
     expected = [
         (2, 1, 9, COUNTS_B),
@@ -414,7 +415,8 @@ def test_generations_lists_every_kept_one_newest_first(registry: Registry) -> No
     assert registry.load(document(GRAPH_C)) == 3
     after = body(registry, "/registry/generations")
     assert after["current"] == 3
-    assert [(g["generation"], g["previous"]) for g in after["generations"]] == [(3, 2), (2, 1)]
+    found = [(g["generation"], g["previous"], g["readable"]) for g in after["generations"]]
+    assert found == [(3, 2, True), (2, 1, True), (1, None, False)]  # 1's change set is kept
     assert after["generations"][1]["counts"] == COUNTS_B
     assert registry.get("/registry/generations?bogus=1").status_code == 400
 

@@ -321,12 +321,13 @@ def test_component_matches_spec_table(api_document: dict[str, Any], name: str):
 
 # Contract 10's bodies: each component's fields, every one required.
 CHANGE_TABLES = {
-    "ChangeList": {"success", "generated_at", "generation", "previous", "counts",
+    "ChangeList": {"success", "generated_at", "generation", "previous", "since", "counts",
                    "filters_applied", "page", "changes"},
     "Change": {"id", "kind", "blocks", "before", "after"},
     "ChangeCounts": {"added", "removed", "changed"},
-    "GenerationList": {"success", "generated_at", "current", "generations"},
-    "Generation": {"generation", "previous", "committed_at", "canonical_origins", "counts"},
+    "GenerationList": {"success", "generated_at", "current", "oldest_since", "generations"},
+    "Generation": {"generation", "previous", "committed_at", "canonical_origins", "counts",
+                   "readable"},
 }  # fmt: skip
 
 
@@ -337,12 +338,48 @@ HISTORY_TABLES = {
 }
 
 
+# Contract 12's error bodies for since=m (404 and 410), each field required; and the bodies
+# /registry/changes may answer 404 or 410 with (generation=n's, or since=m's).
+SINCE_ERROR_TABLES = {
+    "SinceNotFound": {"success", "error", "details"},
+    "SinceDetails": {"since", "current"},
+    "ChangesGone": {"success", "error", "details"},
+    "ChangesGoneDetails": {"since", "oldest_since", "current"},
+}
+CHANGES_ERRORS = {
+    "ChangesNotFound": {"GenerationNotFound", "SinceNotFound"},
+    "ChangesGoneOrGenerationGone": {"GenerationGone", "ChangesGone"},
+}
+
+
 def test_no_undocumented_components(api_document: dict[str, Any]):
-    """The components are the spec's resources and error bodies and contract 10's and 12's, no
-    more."""
+    """The components are the spec's resources and error bodies and contract 10's and 12's,
+    no more."""
     assert set(api_document["components"]["schemas"]) == (
-        set(SPEC_TABLES) | set(CHANGE_TABLES) | set(HISTORY_TABLES) | {"LookupNotFound"}
+        set(SPEC_TABLES)
+        | set(CHANGE_TABLES)
+        | set(HISTORY_TABLES)
+        | {"LookupNotFound"}
+        | set(SINCE_ERROR_TABLES)
+        | set(CHANGES_ERRORS)
     )
+
+
+@pytest.mark.parametrize("name", sorted(SINCE_ERROR_TABLES))
+def test_since_errors_name_the_contracts_fields(api_document: dict[str, Any], name: str):
+    """Contract 12's 404 and 410 bodies: their fields, every one required."""
+    schema = api_document["components"]["schemas"][name]
+    assert set(schema["properties"]) == set(schema["required"]) == SINCE_ERROR_TABLES[name]
+
+
+def test_changes_answer_404_and_410_for_generation_or_since(api_document: dict[str, Any]):
+    """/registry/changes: 404 and 410 are either generation's body or since's."""
+    responses = api_document["paths"]["/registry/changes"]["get"]["responses"]
+    for status, name in (("404", "ChangesNotFound"), ("410", "ChangesGoneOrGenerationGone")):
+        ref = responses[status]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == f"#/components/schemas/{name}"
+        choices = api_document["components"]["schemas"][name]["oneOf"]
+        assert {c["$ref"].rsplit("/", 1)[1] for c in choices} == CHANGES_ERRORS[name]
 
 
 @pytest.mark.parametrize("name", sorted(HISTORY_TABLES))

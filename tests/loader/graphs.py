@@ -136,7 +136,8 @@ def drop_change_log(conn: psycopg.Connection) -> None:
     """Take away what migration 004 made (kept change sets), to replay older migrations."""
     conn.execute(
         "DROP TABLE registry_meta.change_log, registry_meta.net_changes, registry_meta.net_counts;"
-        " DROP FUNCTION registry_meta.build_net_changes, registry_meta.oldest_since;"
+        " DROP FUNCTION registry_meta.build_net_changes, registry_meta.oldest_since,"
+        " registry_meta.net_change_json, registry_meta.net_change_csv;"
         " ALTER TABLE registry_meta.generations DROP COLUMN change_bytes,"
         " DROP COLUMN changes_dropped_at"
     )

@@ -275,3 +275,32 @@ def test_a_created_reader_has_no_server_side_powers(graph_db, new_role):
         with psycopg.connect(graph_db, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
             conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def _reads_the_kept_change_sets(conninfo: str, role: str) -> None:
+    """As role: the net changes since generation 1 and the change log can be read."""
+    from registry.database.changes import oldest_since
+    from registry.database.changes_since import list_changes_since
+
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        stamp, page = list_changes_since(conn, {}, 1, 50, 0)
+        page.check(stamp.generation)
+        assert oldest_since(conn, stamp.generation) == 1
+        assert conn.execute("SELECT count(*) FROM registry_meta.change_log").fetchone()
+
+
+def test_the_reader_may_read_the_kept_change_sets(graph_db, new_role):
+    """create-reader grants SELECT on the change log and net changes (contract 12), and so
+    does migration 004 for a reader made before it."""
+    from registry.database.migrations import apply_migrations
+    from tests.loader.graphs import drop_change_log
+
+    role = new_role()
+    assert create_reader(graph_db, role).returncode == 0
+    _reads_the_kept_change_sets(graph_db, role)
+    with psycopg.connect(graph_db, autocommit=True) as conn:
+        drop_change_log(conn)
+        conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 4")
+        assert apply_migrations(conn) == ["004_change_log"]
+    _reads_the_kept_change_sets(graph_db, role)
