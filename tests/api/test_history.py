@@ -255,6 +255,16 @@ def test_a_404_carries_its_generation_and_is_never_304(story: Story) -> None:
     assert response.headers["Cache-Control"] == "no-store"
 
 
+@pytest.mark.parametrize("generation", [4, 5])
+def test_oldest_since_is_the_databases_own(story: Story, short: Story, generation: int) -> None:
+    """The statement writes registry_meta.oldest_since out; both answer alike."""
+    for told in (story, short):
+        with psycopg.connect(told.registry.conninfo) as conn:
+            row = conn.execute("SELECT registry_meta.oldest_since(%s)", (generation,)).fetchone()
+        body = told.history(CHANGED, f"?generation={generation}")
+        assert body["oldest_since"] == row[0]
+
+
 def test_expired_change_sets_leave_from_null(short: Story) -> None:
     """With two change sets kept (4 and 5) the oldest since is 3: what came before a kept
     change set has from null, and an origin no kept change set names is one span of nulls."""
