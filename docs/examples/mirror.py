@@ -127,6 +127,8 @@ def catch_up(base: str, token: str, path: Path) -> str:
     # The ETag belongs to this URL (since=<since>): worth sending only while since stays.
     etag = answer.headers.get("ETag") if generation == since else None
     write(path, sorted(held.values(), key=listing_order), {"generation": generation, "etag": etag})
+    if generation == since:
+        return f"generation {since}: no changes"
     return f"generation {since} -> {generation}: {len(changes)} changes applied"
 
 

@@ -98,12 +98,14 @@ def test_the_mirror_example_keeps_up_across_loads_and_a_410(
         loads.load(graph(origin(1, "one", 5), origin(2, "two"), origin(3, "three", 2)))
         assert "exported generation 1: 3 origins" in run()
         same()
-        assert "not modified" in run()
+        assert "generation 1: no changes" in run()  # and the answer's ETag kept
+        assert "generation 1: not modified" in run()
         loads.load(graph(origin(1, "one, renamed", 5), origin(3, "three", 9), origin(4, "4")))
         loads.load(graph(origin(1, "one, renamed", 5), origin(3, "three", 1), origin(5, "5")))
         assert "generation 1 -> 3: 4 changes applied" in run()
         same()
-        assert "not modified" in run()
+        assert "generation 3: no changes" in run()
+        assert "generation 3: not modified" in run()
         # removed then re-added, and four loads: more than the 3 change sets kept
         loads.load(graph(origin(1, "one, renamed", 5)))
         loads.load(graph(origin(1, "one, renamed", 5), origin(2, "two", 3)))
@@ -115,6 +117,7 @@ def test_the_mirror_example_keeps_up_across_loads_and_a_410(
         printed = run()
         assert "since 6 is gone (410); exported generation 10: 2 origins" in printed
         same()
-        assert "not modified" in run()
+        assert "generation 10: no changes" in run()
+        assert "generation 10: not modified" in run()
     finally:
         loads.close()
