@@ -49,6 +49,14 @@ class SinceSweep:
     limit: int
     during: list[tuple[int, list[Record]]]
 
+    def __repr__(self) -> str:
+        """Short: the documents themselves are too long to be worth printing."""
+        steps = [step for step, _ in self.during]
+        return (
+            f"SinceSweep({len(self.before)} loads before, pick={self.pick}, "
+            f"limit={self.limit}, loads during at steps {steps})"
+        )
+
 
 @st.composite
 def since_sweeps(draw: st.DrawFn) -> SinceSweep:
