@@ -129,13 +129,14 @@ def test_keep_changes_below_keep_generations_is_raised(make_graph) -> None:
     assert body["oldest_since"] == 2
 
 
-@pytest.fixture
-def settled(make_graph) -> CatchupGraph:
-    """Three loads, every change set kept."""
-    graph = make_graph()
+@pytest.fixture(scope="module")
+def settled(database_factory: Callable[[], str]) -> Iterator[CatchupGraph]:
+    """Three loads, every change set kept; read only, so shared by the module's tests."""
+    graph = CatchupGraph(database_factory(), keep_generations=2, keep_changes=3)
     for records in documents(3):
         graph.load(records)
-    return graph
+    yield graph
+    graph.close()
 
 
 @pytest.mark.parametrize("value", ["4", "7", "9223372036854775806", "9223372036854775807"])
