@@ -9,6 +9,7 @@ the JSON text the change set stored, never decoded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import psycopg
 
@@ -37,9 +38,15 @@ class Version:
 
 @dataclass(frozen=True, slots=True)
 class History:
-    """What the history of one origin says at one generation."""
+    """What the history of one origin says at one generation.
+
+    The change sets it reads are those after oldest_since up to the generation, so the answer
+    changes without a new generation only when a change set is dropped: changed_at is when
+    the newest one up to the generation was (None: none was).
+    """
 
     oldest_since: int | None
+    changed_at: datetime | None
     versions: list[Version]
 
     def versions_json(self) -> str:
@@ -75,9 +82,9 @@ def get_origin_history(
     rows = conn.execute(graph_statement(_HISTORY, schema), {"origin_uuid": origin_uuid}).fetchall()
     assert rows  # graph_info's one row, joined with the change sets or with nulls
     first = rows[0]
-    changes = [(int(row[4]), row[5], row[6]) for row in rows if row[4] is not None]
-    found = versions(first[3], changes)
+    changes = [(int(row[5]), row[6], row[7]) for row in rows if row[5] is not None]
+    found = versions(first[4], changes)
     if not found:
         return row_stamp(first), None
     oldest_since = None if first[2] is None else int(first[2])
-    return row_stamp(first), History(oldest_since, found)
+    return row_stamp(first), History(oldest_since, first[3], found)

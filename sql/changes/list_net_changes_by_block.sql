@@ -14,7 +14,7 @@ SELECT i.generation,
        p.returned,
        p.records,
        g.previous, c.added, c.removed, c.changed
-FROM {graph}.graph_info AS i
+FROM (SELECT generation, committed_at FROM {graph}.graph_info LIMIT 1) AS i
 JOIN registry_meta.generations AS g ON g.generation = i.generation
 LEFT JOIN registry_meta.net_counts AS c
     ON c.generation = i.generation AND c.since = %(since)s::bigint

@@ -32,7 +32,14 @@ CREATE TABLE registry_meta.change_log (
     after_name     text,
     after_address  text,
     PRIMARY KEY (id, generation)
-);
+) WITH (toast_tuple_target = 128);
+-- The records themselves live out of line, uncompressed: a load's net changes read every
+-- kept row's ids and hashes (build_net_changes), which stay a narrow heap however long the
+-- records; a page fetches only its own rows' records. Uncompressed, because a database's
+-- first change set copies every record once and compressing it would cost that load time.
+ALTER TABLE registry_meta.change_log
+    ALTER COLUMN before SET STORAGE EXTERNAL,
+    ALTER COLUMN after SET STORAGE EXTERNAL;
 -- Retention deletes one generation's rows; the net changes of a load read the kept ones.
 CREATE INDEX change_log_generation_idx ON registry_meta.change_log (generation);
 

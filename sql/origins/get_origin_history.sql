@@ -2,7 +2,8 @@
 -- per kept change set of a generation up to that graph's that names the origin, newest first,
 -- or one row with null change columns when none does. Every row carries the graph's
 -- generation and commit time, the oldest since, and doc: the origin's record in that graph
--- (JSON text, null when absent there). before and after are the records as the change set
+-- (JSON text, null when absent there), and when the newest change set dropped up to it
+-- was dropped (null: none). before and after are the records as the change set
 -- stored them; change_log holds the kept change sets only (retention deletes a change set's
 -- rows as it marks it dropped). Served by change_log's primary key (id, generation),
 -- origin_rows_id_key and the primary key of origin_docs; the oldest since reads
@@ -10,6 +11,7 @@
 SELECT i.generation,
        i.committed_at,
        s.oldest_since,
+       s.changes_dropped_at,
        (SELECT d.doc
         FROM {graph}.origin_rows AS r
         JOIN {graph}.origin_docs AS d ON d.pos = r.pos
@@ -17,14 +19,25 @@ SELECT i.generation,
        c.generation AS changed_in,
        c.before,
        c.after
-FROM {graph}.graph_info AS i
--- registry_meta.oldest_since(i.generation) written out: a call of that SQL function is
--- planned again at every execution, which cost more than the rest of this statement.
+-- graph_info has one row, which the planner cannot know without statistics (it guesses
+-- hundreds, and multiplies the rest of the plan's cost by them): LIMIT 1 tells it.
+FROM (SELECT generation, committed_at FROM {graph}.graph_info LIMIT 1) AS i
+-- registry_meta.oldest_since(i.generation) written out (a call of that SQL function is
+-- planned again at every execution, which cost more than the rest of this statement): the
+-- newest generation up to the graph's whose change set was dropped, else the first one; and
+-- when that change set was dropped, the last moment this answer changed.
 CROSS JOIN LATERAL (
-    SELECT coalesce((SELECT max(g.generation) FROM registry_meta.generations AS g
-                     WHERE g.generation <= i.generation AND g.changes_dropped_at IS NOT NULL),
-                    (SELECT min(g.generation) FROM registry_meta.generations AS g))
-           AS oldest_since
+    SELECT coalesce(d.generation, (SELECT min(g.generation) FROM registry_meta.generations AS g))
+               AS oldest_since,
+           d.changes_dropped_at
+    FROM (SELECT) AS one
+    LEFT JOIN LATERAL (
+        SELECT g.generation, g.changes_dropped_at
+        FROM registry_meta.generations AS g
+        WHERE g.generation <= i.generation AND g.changes_dropped_at IS NOT NULL
+        ORDER BY g.generation DESC
+        LIMIT 1
+    ) AS d ON true
 ) AS s
 LEFT JOIN LATERAL (
     SELECT l.generation, l.before, l.after

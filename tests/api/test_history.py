@@ -296,3 +296,33 @@ def test_only_get_and_head(story: Story) -> None:
     assert post.status_code == 405
     assert post.get_json() == {"success": False, "error": "Method Not Allowed"}
     assert set(post.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD"}
+
+
+def test_a_dropped_change_set_changes_the_validators(database_factory: Callable[[], str]) -> None:
+    """History at 3 before and after the load of 4 drops change set 1 (three kept): the same
+    generation, another answer, so neither the ETag nor the Last-Modified of before may get a
+    304 (contract 7: the same ETag means the same answer)."""
+    from app import create_app
+
+    conninfo = database_factory()
+    app = create_app(app_config(conninfo))
+    made = Registry(conninfo, app)
+    url = f"/registry/origins/{oid(CHANGED)}/history?generation=3"
+    try:
+        for generation, names in enumerate(STORY[:4], start=1):
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                load_document(conn, io.BytesIO(document(graph(names))), keep_changes=3)
+            if generation == 3:
+                before = made.get(url)
+                assert [v["from"] for v in before.get_json()["versions"]] == [2, 1]
+        after = made.get(url)
+        assert [v["from"] for v in after.get_json()["versions"]] == [2, None]
+        assert after.headers["ETag"] != before.headers["ETag"]
+        revalidated = made.get(url, {"If-None-Match": before.headers["ETag"]})
+        assert revalidated.status_code == 200, "304 for an answer that changed"
+        modified = made.get(url, {"If-Modified-Since": before.headers["Last-Modified"]})
+        assert modified.status_code == 200, "304 for an answer that changed"
+        again = made.get(url, {"If-None-Match": after.headers["ETag"]})
+        assert again.status_code == 304
+    finally:
+        app.extensions["registry_db"].close()
