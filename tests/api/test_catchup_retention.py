@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -88,17 +89,43 @@ def check_generations(graph: CatchupGraph) -> None:
     assert listed == model.generations_listed()
 
 
+def check_revalidation(graph: CatchupGraph, validators: dict[str, str]) -> None:
+    """The ETags of answers since m taken before the last load, sent again: a 304 only while
+    the same generation answers and the changes since m are still kept; never a 304 for an
+    answer that is now a 410."""
+    model = graph.chain
+    for url, etag in validators.items():
+        response = graph.client.get(url, headers={**graph.headers, "If-None-Match": etag})
+        query = parse_qs(urlsplit(url).query)
+        since = int(query["since"][0])
+        pinned = int(query["generation"][0]) if "generation" in query else None
+        if not model.readable(pinned or model.current) or model.since(since)[0] == 410:
+            assert response.status_code == 410, (url, response.status_code)
+        elif pinned is None:
+            assert response.status_code == 200, url  # another generation answers
+        else:
+            assert response.status_code == 304, (url, response.status_code)
+
+
 def test_the_410_and_oldest_since_follow_the_kept_change_sets(make_graph) -> None:
     """Keeping 3 change sets: the first generation stays the oldest since while its change
     set is kept and one load more (2's previous is 1); then since=1 is 410 with its
     details, since=2 answers, and so on, one generation per load."""
     graph = make_graph()
     oldest = []
+    validators: dict[str, str] = {}
     for records in documents(7):
         graph.load(records)
+        check_revalidation(graph, validators)
         check_every_since(graph)
         check_generations(graph)
         oldest.append(graph.get("/registry/generations").get_json()["oldest_since"])
+        validators = {
+            url: graph.get(url).headers["ETag"]
+            for g in graph.chain.generations
+            if graph.chain.since(g.number)[0] == 200
+            for url in (changes_url(g.number), changes_url(g.number, graph.chain.current))
+        }
     assert oldest == [1, 1, 1, 1, 2, 3, 4]
     gone = graph.get(changes_url(3), status=410).get_json()
     assert gone == {
