@@ -325,8 +325,9 @@ CHANGE_TABLES = {
                    "filters_applied", "page", "changes"},
     "Change": {"id", "kind", "blocks", "before", "after"},
     "ChangeCounts": {"added", "removed", "changed"},
-    "GenerationList": {"success", "generated_at", "current", "generations"},
-    "Generation": {"generation", "previous", "committed_at", "canonical_origins", "counts"},
+    "GenerationList": {"success", "generated_at", "current", "oldest_since", "generations"},
+    "Generation": {"generation", "previous", "committed_at", "canonical_origins", "counts",
+                   "readable"},
 }  # fmt: skip
 
 
