@@ -190,11 +190,16 @@ def test_a_database_from_before_the_change_log_upgrades_in_place(
         listed = client.get("/registry/generations", headers=headers).get_json()
         assert [entry["readable"] for entry in listed["generations"]] == [True, True]
         assert listed["oldest_since"] == 1
+        chain = Chain(keep_generations=2, keep_changes=30)
+        for number, records in enumerate(DOCUMENTS[:2], start=1):
+            chain.commit(number, records)
+        # since answers at once, from the change sets the old code recorded
+        for since in (1, 2):
+            body = client.get(f"/registry/changes?since={since}", headers=headers).get_json()
+            assert body["changes"] == chain.since(since)[1], f"since={since} before a load"
 
         registry(ROOT, conninfo, "load", "-", stdin=document(DOCUMENTS[2]))
-        chain = Chain(keep_generations=2, keep_changes=30)
-        for number, records in enumerate(DOCUMENTS, start=1):
-            chain.commit(number, records)
+        chain.commit(3, DOCUMENTS[2])
         for since in (1, 2, 3):
             url = f"/registry/changes?since={since}"
             body = client.get(url, headers=headers).get_json()

@@ -163,6 +163,10 @@ def test_changes_since_every_kept_generation_rebuild_the_newest(
     assert selected == matching(expected, query.get("kind"), query.get("block"))
     assert bodies[0]["counts"] == counts(expected)
     assert bodies[0]["page"]["total"] == len(selected)
+    filters = {name: value for name, value in query.items() if name != "limit"}
+    assert ndjson(graph.get(changes_url(oldest, n, **filters), NDJSON)) == selected
+    rows = changes_csv(graph.get(changes_url(oldest, n, **filters), CSV))
+    assert rows == [csv_row(change) for change in selected]
     # a well-formed since never produced, however large, is a 404
     status, expected = model.since(n + 1)
     check_error(graph.get(changes_url(n + 1), status=None), status, expected)
