@@ -6,7 +6,8 @@ Standard library only. Each run brings the mirror up to the newest generation:
   export's `Registry-Generation`;
 - otherwise: ask `/registry/changes?since=<g>` (as NDJSON, with `If-None-Match` when the same
   question was asked before), apply the changes, and remember the generation answered;
-- a 410 (the mirror is older than the changes the registry keeps): export again.
+- a 410 (the mirror is older than the changes the registry keeps), or a 404 (a generation
+  this registry never produced): export again.
 
 Every body is checked against its `Registry-Total` before the mirror is replaced, so a cut
 stream never leaves a short mirror behind. The mirror file holds one Origin per line in
@@ -107,9 +108,10 @@ def catch_up(base: str, token: str, path: Path) -> str:
     answer = get(f"{base}/registry/changes?since={since}", token, conditional)
     if answer.status == 304:
         return f"generation {since}: not modified"
-    if answer.status == 410:
-        # Older than the oldest change set kept: start again from an export.
-        return f"since {since} is gone (410); " + export(base, token, path)
+    if answer.status in (404, 410):
+        # 410: older than the oldest change set kept; 404: a generation this registry never
+        # produced (a mirror of another database). Either way, start again from an export.
+        return f"since {since} is gone ({answer.status}); " + export(base, token, path)
     if answer.status != 200:
         raise SystemExit(f"mirror: changes answered {answer.status}: {answer.body[:200]!r}")
     changes = lines_of(answer)

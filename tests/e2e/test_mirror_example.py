@@ -119,5 +119,9 @@ def test_the_mirror_example_keeps_up_across_loads_and_a_410(
         same()
         assert "generation 10: no changes" in run()
         assert "generation 10: not modified" in run()
+        # a mirror of a generation this registry never produced (another database's)
+        mirror.with_name(mirror.name + ".state").write_text('{"generation": 99, "etag": null}')
+        assert "since 99 is gone (404); exported generation 10: 2 origins" in run()
+        same()
     finally:
         loads.close()
