@@ -12,7 +12,8 @@ ever produced, `GET /registry/changes?since=m` answers as the model says: a 410 
 details below the oldest since, else the net changes, read page by page through `Link`, as
 NDJSON and as CSV; pinned to the generation before the newest too. And the changes applied
 to the export of m (the service's while m's graph is kept, else the model's) give exactly
-the export of n, JSON, NDJSON and CSV alike.
+the export of n, JSON, NDJSON and CSV alike. The history of each origin the last loads
+held is the model's too.
 """
 
 from __future__ import annotations
@@ -170,3 +171,25 @@ def test_changes_since_every_kept_generation_rebuild_the_newest(
     # a well-formed since never produced, however large, is a 404
     status, expected = model.since(n + 1)
     check_error(graph.get(changes_url(n + 1), status=None), status, expected)
+    check_histories(graph)
+
+
+def check_histories(graph: CatchupGraph) -> None:
+    """The history of every origin the last loads held, from the newest generation and
+    pinned to the one before it, is the model's (CONTRACT.md §12)."""
+    model = graph.chain
+    ids = sorted({key for g in model.generations[-3:] for key in g.records})
+    pinned = [g.number for g in model.generations[-2:]]
+    for origin_id in ids[:12]:
+        for n in pinned:
+            expected = model.history(origin_id, n)
+            url = f"/registry/origins/{origin_id}/history?generation={n}"
+            response = graph.get(url, status=None)
+            if expected is None:
+                assert response.status_code == 404, (url, response.get_json())
+                continue
+            event(f"history: {min(len(expected), 4)} versions")
+            assert response.status_code == 200, (url, response.get_json())
+            body = response.get_json()
+            assert (body["generation"], body["oldest_since"]) == (n, model.oldest_since())
+            assert body["versions"] == expected, url
