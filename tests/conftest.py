@@ -42,8 +42,6 @@ LONGEST_FIRST = (
     "tests/api/test_schemathesis.py",  # 52
     "tests/e2e/test_paths_operators_take.py",  # 41
     "tests/loader/test_create_reader.py",  # 36
-    "tests/properties/test_catchup_chain.py",  # 35
-    "tests/properties/test_catchup_sweep.py",  # 35
     "tests/properties/test_generation_sweep.py",  # 30
     "tests/e2e/test_docs_page.py",  # 30
     "tests/api/test_query_plans.py",  # 28
