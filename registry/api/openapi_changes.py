@@ -19,6 +19,8 @@ CHANGE_FILTERS = {
     "style": "form",
     "explode": True,
     "description": "kind and block, each optional: block only with kind=changed or alone",
+    # Empty, so that the /docs page's "Try it out" sends neither until the caller fills them.
+    "example": {},
     "schema": {
         "type": "object",
         "properties": {

@@ -254,6 +254,9 @@ FACET_OPTIONS = {
     "style": "form",
     "explode": True,
     "description": "facet and facet_size, each optional: facet_size only with facet",
+    # Empty, so that the /docs page's "Try it out" sends neither until the caller fills them
+    # in (otherwise it makes an example up from the schema: a facet list from the pattern).
+    "example": {},
     "schema": {
         "type": "object",
         "properties": {

@@ -36,8 +36,9 @@ class Case:
 CASES = {
     "3 workers: 1": Case(3, 1, None, 1),
     "5 workers: 2": Case(5, 1, None, 2),
-    # One process, so that no request is queued behind its exports in a busy worker.
-    "1 worker of 4 threads: 2": Case(1, 4, None, 2),
+    # Half of the workers, not of their threads (contract 11), and at least 1. One process,
+    # so that no request is queued behind its exports in a busy worker.
+    "1 worker of 4 threads: 1": Case(1, 4, None, 1),
     "4 workers, set to 3": Case(4, 1, "3", 3),
 }
 

@@ -332,10 +332,10 @@ def shipped_timeouts() -> dict[str, float]:
         name: float(re.search(rf"^\s*{name} (\d+)s;", site, re.M).group(1))  # type: ignore[union-attr]
         for name in ("send_timeout", "proxy_read_timeout")
     }
+    # gunicorn.conf.py takes its worker timeout's default from registry/settings.py.
     gunicorn = (REPO / "gunicorn.conf.py").read_text()
-    worker = re.search(r'"REGISTRY_GUNICORN_TIMEOUT", "(\d+)"', gunicorn)
-    assert worker is not None
-    found["worker"] = float(worker.group(1))
+    assert '_settings.DEFAULTS["REGISTRY_GUNICORN_TIMEOUT"]' in gunicorn
+    found["worker"] = float(DEFAULTS["REGISTRY_GUNICORN_TIMEOUT"])
     found["export"] = float(DEFAULTS["REGISTRY_EXPORT_SEND_TIMEOUT_S"])
     return found
 
