@@ -38,8 +38,12 @@ TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 # busy for 40 s while the others idled. Short files last fill the gaps instead. A name that
 # no longer exists fails the run, so the list cannot rot unseen.
 LONGEST_FIRST = (
-    "tests/e2e/test_export_capacity.py",  # 141
-    "tests/api/test_schemathesis.py",  # 52
+    "tests/e2e/test_nginx_exports.py",  # 160
+    "tests/e2e/test_export_capacity.py",  # 150
+    "tests/api/test_change_query_plans.py",  # 95
+    "tests/api/test_schemathesis.py",  # 65
+    "tests/properties/test_catchup_sweep.py",  # 41
+    "tests/properties/test_catchup_chain.py",  # 37
     "tests/e2e/test_export_restart.py",  # 36 (one process)
     "tests/e2e/test_export_limit.py",  # 33 (one process)
     "tests/e2e/test_paths_operators_take.py",  # 41
