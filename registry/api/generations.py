@@ -1,12 +1,13 @@
 """Generation headers and conditional requests (contract 7) for /summary and /registry/*.
 
 Every answer read from the graph carries the generation it came from (Registry-Generation),
-a weak ETag of that generation and the URL, Last-Modified (the generation's commit) and
-Cache-Control. A request with If-None-Match or If-Modified-Since is first checked against
-the current generation with one tiny query (`not_modified_early`), before any listing or
-lookup query; whatever that cannot decide is decided on the full answer (`stamped`).
-Nothing is cached in the process: a load commits in another process (and a reader may be
-another host), so only the database can say which generation is current.
+a weak ETag of that generation and the URL, Last-Modified (the generation's commit, or for an
+answer that a drop changed after it, that drop: `stamped`) and Cache-Control. A request with
+If-None-Match or If-Modified-Since is first checked against the current generation with one
+tiny query (`not_modified_early`), before any listing or lookup query; whatever that cannot
+decide is decided on the full answer (`stamped`). Nothing is cached in the process: a load
+commits in another process (and a reader may be another host), so only the database can say
+which generation is current.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
@@ -104,15 +105,30 @@ def stamped(
     """The answer with its generation headers, or 304 if the request's conditions say so.
 
     variant: folded into the ETag (etag()). changed_at: a moment after the generation's
-    commit when the answer changed (a drop); an If-Modified-Since before it is not a 304.
+    commit when the answer changed (a drop); an If-Modified-Since before it is not a 304, and
+    Last-Modified says when it changed (_changed_last), so that the Last-Modified a client
+    was given still gets its 304 (contract 7).
     """
     headers = generation_headers(stamp, representation, variant)
+    if changed_at is not None and changed_at >= stamp.committed_at:
+        headers["Last-Modified"] = http_date(_changed_last(changed_at))
     if response.status_code == 200 and _not_modified(
         stamp, headers["ETag"], certain=True, changed_at=changed_at
     ):
         return not_modified_response(headers)
     response.headers.update(headers)
     return response
+
+
+def _changed_last(changed_at: datetime) -> datetime:
+    """Last-Modified of an answer that changed at changed_at: the first whole second after it
+    (an HTTP-date has no fraction, and an If-Modified-Since at or before the change is not a
+    304), once that second has come; until then the second of the change, which gets no 304
+    yet. A Last-Modified is never later than the answer's own time (RFC 9110 8.8.2.1), so a
+    later change is always after it."""
+    whole = changed_at.replace(microsecond=0)
+    after = whole + timedelta(seconds=1)
+    return after if after <= datetime.now(UTC) else whole
 
 
 def not_modified_early(

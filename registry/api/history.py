@@ -9,45 +9,35 @@ validators fold in which change sets were read (as the list of generations does)
 
 from __future__ import annotations
 
-import re
-
 from flask import Blueprint, Response, request
 
 from registry.api.generations import OriginNotFoundIn, read, stamped
+from registry.api.operator import origin_uuid, shown
 from registry.api.responses import GET_ROUTE, json_response, now_utc
 from registry.database.history import get_origin_history
 from schemas.history import OriginHistorySchema
 from schemas.origin import RenderedRecords
-from schemas.params import ORIGIN_ID_FORMAT, parse_pinned_query
+from schemas.params import parse_pinned_query
 
 bp = Blueprint("history", __name__, url_prefix="/registry")
 
 ORIGIN_HISTORY = OriginHistorySchema()
-_ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
-
-
-def _shown(text: str) -> str:
-    """A caller's identifier, cut short for an error message."""
-    return text if len(text) <= 100 else text[:97] + "..."
 
 
 @bp.get("/origins/<origin_id>/history", **GET_ROUTE)
 def get_origin_history_route(origin_id: str) -> Response:
     """GET /registry/origins/{originId}/history: svc:origin:<uuid> or the bare uuid."""
     generation = parse_pinned_query(request.args.to_dict(flat=False))
-    match = _ORIGIN_ID.fullmatch(origin_id)
-    origin_uuid = match.group(2).lower() if match is not None else None
-    stamp, history = read(
-        generation, lambda conn, schema: get_origin_history(conn, origin_uuid, schema)
-    )
+    uuid = origin_uuid(origin_id)
+    stamp, history = read(generation, lambda conn, schema: get_origin_history(conn, uuid, schema))
     if history is None:
-        raise OriginNotFoundIn(f"No origin with id {_shown(origin_id)} nor any history", stamp)
+        raise OriginNotFoundIn(f"No origin with id {shown(origin_id)} nor any history", stamp)
     body = {
         "success": True,
         "generated_at": now_utc(),
         "generation": stamp.generation,
         "oldest_since": history.oldest_since,
-        "id": f"svc:origin:{origin_uuid}",
+        "id": f"svc:origin:{uuid}",
         "versions": RenderedRecords(history.versions_json()),
     }
     # Dropping a change set changes the answer within a generation: the ETag folds in which

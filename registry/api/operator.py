@@ -42,9 +42,16 @@ _ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
 _ADDRESS = re.compile(ADDRESS_FORMAT)
 
 
-def _shown(text: str) -> str:
+def shown(text: str) -> str:
     """A caller's identifier, cut short for an error message."""
     return text if len(text) <= 100 else text[:97] + "..."
+
+
+def origin_uuid(origin_id: str) -> str | None:
+    """The lower-case uuid of a path's originId (svc:origin:<uuid> or the bare uuid); None
+    for a malformed one, which names no origin (a 404, contract 5)."""
+    match = _ORIGIN_ID.fullmatch(origin_id)
+    return match.group(2).lower() if match is not None else None
 
 
 def _query() -> dict[str, list[str]]:
@@ -131,14 +138,13 @@ def get_origin(origin_id: str) -> Response:
     generation = parse_pinned_query(_query())
     if (early := not_modified_early(generation, exists=False)) is not None:
         return early
-    match = _ORIGIN_ID.fullmatch(origin_id)
-    origin_uuid = match.group(2).lower() if match is not None else None
+    uuid = origin_uuid(origin_id)
     stamp, origin = read(
         generation,
-        lambda conn, schema: repository.get_origin_by_id(conn, origin_uuid, schema),
+        lambda conn, schema: repository.get_origin_by_id(conn, uuid, schema),
     )
     if origin is None:
-        raise OriginNotFoundIn(f"No origin with id {_shown(origin_id)}", stamp)
+        raise OriginNotFoundIn(f"No origin with id {shown(origin_id)}", stamp)
     return _origin_response(origin, stamp)
 
 
@@ -161,7 +167,7 @@ def get_origin_by_address(address: str) -> Response:
         ),
     )
     if origin is None:
-        raise OriginNotFoundIn(f"No origin holds address {_shown(address)}", stamp)
+        raise OriginNotFoundIn(f"No origin holds address {shown(address)}", stamp)
     return _origin_response(origin, stamp)
 
 

@@ -5,6 +5,7 @@ pinned generation whose older ones were dropped, is never a 304 under the old ET
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -49,6 +50,33 @@ def test_the_first_generation_lists_itself_as_its_oldest_since(
         answer = body(made, "/registry/generations")
         assert (answer["current"], answer["oldest_since"]) == (1, 1)
         assert listed(answer) == [(1, True)]
+
+
+def test_after_a_drop_an_answer_revalidates_with_its_own_last_modified(kept: Chain) -> None:
+    """Contract 7: an If-Modified-Since at or after Last-Modified gets 304. The list and a
+    history changed after generation 5's commit (its load dropped change set 1), so their
+    Last-Modified is that drop, not the commit: a client that sends back the Last-Modified it
+    was given gets 304 while nothing changes, never a 200 for ever."""
+    origin_id = body(kept, "/registry/origins?limit=1")["origins"][0]["origin"]["id"]
+    # A Last-Modified is never later than the answer's Date (RFC 9110 8.8.2.1), and a quick
+    # series of loads puts commit times (and the drops after them) ahead of the clock: wait
+    # until the second after the last of them has begun.
+    with psycopg.connect(kept.conninfo) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM max(greatest(committed_at, changes_dropped_at))"
+            " - clock_timestamp()) FROM registry_meta.generations"
+        ).fetchone()
+    assert row is not None
+    time.sleep(max(0.0, float(row[0])) + 1.1)
+    for url in ("/registry/generations", f"/registry/origins/{origin_id}/history"):
+        first = kept.get(url)
+        assert first.status_code == 200
+        again = kept.get(url, {"If-Modified-Since": first.headers["Last-Modified"]})
+        assert again.status_code == 304, (
+            f"{url}: If-Modified-Since equal to its Last-Modified "
+            f"({first.headers['Last-Modified']}) answered {again.status_code}"
+        )
+        assert again.headers["Last-Modified"] == first.headers["Last-Modified"]
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ the kept change sets; the oldest since follows them; an upgraded database keeps 
 from __future__ import annotations
 
 import io
+import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -13,6 +15,7 @@ import pytest
 from registry.database.changes import oldest_since
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.repository import get_schema_state
+from registry.loader import statements
 from registry.loader.loading import LoadResult, load_document
 from registry.settings import SettingsError, keep_changes, load_settings, settings_from_environ
 
@@ -150,6 +153,53 @@ def test_change_sets_past_keep_changes_are_dropped_and_the_oldest_since_follows(
         assert net(conn, 3, 5) == {}
         # a generation never produced has no oldest since of its own: the registry's is kept
         assert oldest_since(conn, 4) == 2
+
+
+def test_retired_change_sets_are_dropped_oldest_first(database_factory: Callable[[], str]) -> None:
+    """Each retired change set is dropped in a transaction of its own, oldest first, so that
+    whenever a drop is under way (or was interrupted) the change sets still kept are the newest
+    ones, contiguous after the oldest since, as /registry/generations lists them. Generation 3's
+    row is held locked while generations 1 to 4 are retired: the drop waits on 3, and what it
+    dropped before must be 1 and 2, not 4."""
+    conninfo = database_factory()
+    for payload in (BASE_DOCUMENT, RENAMED, BASE_DOCUMENT, RENAMED, BASE_DOCUMENT, RENAMED):
+        load(conninfo, payload, keep=2, changes=30)
+    failures: list[BaseException] = []
+
+    def retire() -> None:
+        try:
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                statements.drop_retired_change_sets(conn, 2)
+        except BaseException as error:  # reported by the test below
+            failures.append(error)
+
+    with psycopg.connect(conninfo) as holder, psycopg.connect(conninfo, autocommit=True) as seer:
+        holder.execute("SELECT FROM registry_meta.generations WHERE generation = 3 FOR UPDATE")
+        worker = threading.Thread(target=retire)
+        worker.start()
+        try:
+            for _ in range(300):  # until the drop waits on the lock (30 s at most)
+                waiting = seer.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                ).fetchone()
+                if waiting is not None and waiting[0] > 0:
+                    break
+                time.sleep(0.1)
+            else:
+                pytest.fail("the retirement never waited on generation 3")
+            dropped_while_waiting = kept_change_sets(seer)
+        finally:
+            holder.rollback()
+            worker.join()
+    assert failures == []
+    assert dropped_while_waiting == [3, 4, 5, 6], (
+        f"while the drop of generation 3 waited, the change sets kept were "
+        f"{dropped_while_waiting}: a newer one was dropped before an older one"
+    )
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        assert kept_change_sets(conn) == [5, 6]
+        assert oldest_since(conn, 6) == 4
 
 
 def test_keep_changes_is_never_below_keep_generations(database_factory: Callable[[], str]) -> None:
