@@ -55,9 +55,8 @@ EVERY_FACET = (
 )
 
 
-@pytest.fixture(scope="module")
-def api(api_graph_factory: Callable[[GraphBuilder], CheckedClient]) -> CheckedClient:
-    """The facets graph, loaded, with a checked admin client over it."""
+def facets_graph() -> GraphBuilder:
+    """The facets graph: four networks (one unnamed) and ORIGINS."""
     graph = GraphBuilder(catalog=["iptv", "ovp", "ota", "fast"])
     graph.network(NZ, "Zulu")
     graph.network(NB, "Bravo")
@@ -73,6 +72,13 @@ def api(api_graph_factory: Callable[[GraphBuilder], CheckedClient]) -> CheckedCl
             status=status,
             carriages=transports,
         )
+    return graph
+
+
+@pytest.fixture(scope="module")
+def api(api_graph_factory: Callable[[GraphBuilder], CheckedClient]) -> CheckedClient:
+    """The facets graph, loaded, with a checked admin client over it."""
+    graph = facets_graph()
     return api_graph_factory(graph)
 
 
@@ -397,21 +403,7 @@ def test_a_generation_loaded_without_facet_counts_counts_its_rows(
 ):
     """A generation built before the facet counts existed (its tables dropped here) answers
     the same facets on every path, counted from its origin rows."""
-    graph = GraphBuilder(catalog=["iptv", "ovp", "ota", "fast"])
-    graph.network(NZ, "Zulu")
-    graph.network(NB, "Bravo")
-    graph.network(NA, None)
-    graph.network(N0, "Zero")
-    for number, (network, address, governed, status, transports) in ORIGINS.items():
-        graph.origin(
-            f"Origin {number}",
-            uuid_text=uuid_of(number),
-            network_id=network,
-            edges=(True,) if governed else (),
-            address=address,
-            status=status,
-            carriages=transports,
-        )
+    graph = facets_graph()
     conninfo = database_factory()
     load_records(conninfo, graph.records)
     queries = [
