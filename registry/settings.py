@@ -92,8 +92,14 @@ _POSITIVE = {
     "REGISTRY_MAX_EXPORTS",
     "REGISTRY_GUNICORN_TIMEOUT",
 }
-# The most change sets REGISTRY_KEEP_CHANGES may keep (contract 12).
+# The most change sets REGISTRY_KEEP_CHANGES may keep (contract 12). REGISTRY_KEEP_GENERATIONS
+# has the same bound: change sets are never fewer than graphs kept, so more graphs than this
+# would raise the change sets past their bound.
 MAX_KEEP_CHANGES = 1000
+_AT_MOST = {
+    "REGISTRY_KEEP_CHANGES": MAX_KEEP_CHANGES,
+    "REGISTRY_KEEP_GENERATIONS": MAX_KEEP_CHANGES,
+}
 _FLOATS = {
     "REGISTRY_CONNECT_TIMEOUT_S",
     "REGISTRY_POOL_TIMEOUT_S",
@@ -172,8 +178,8 @@ def _convert(name: str, raw: str) -> Any:
             number = int(raw)
             if name in _POSITIVE and number < 1:
                 raise SettingsError(f"{name} must be at least 1, not {raw!r}")
-            if name == "REGISTRY_KEEP_CHANGES" and number > MAX_KEEP_CHANGES:
-                raise SettingsError(f"{name} must be at most {MAX_KEEP_CHANGES}, not {raw!r}")
+            if name in _AT_MOST and number > _AT_MOST[name]:
+                raise SettingsError(f"{name} must be at most {_AT_MOST[name]}, not {raw!r}")
             return number
         if name in _FLOATS:
             value = float(raw)
