@@ -176,6 +176,17 @@ def _export(representation: str, query: dict[str, Any]) -> Response:
             return open_change_export(conn, query, generation, FIRST_BATCH, csv_rows)
         return open_change_export_since(conn, query, since, generation, FIRST_BATCH, csv_rows)
 
+    def check_since() -> None:
+        """The 404, 400 or 410 of a since that answers nothing, before an export slot is
+        taken (a page of none: one light query); the export checks it again in its own
+        snapshot, as a load may commit in between."""
+        assert since is not None
+        stamp, found = read(
+            generation,
+            lambda conn, schema: list_changes_since(conn, query, since, 0, 0, schema),
+        )
+        found.check(stamp.generation)
+
     return stream_export(
         representation,
         generation,
@@ -183,6 +194,7 @@ def _export(representation: str, query: dict[str, Any]) -> Response:
         _layout(representation),
         "changes",
         decide_early=since is None,
+        check=None if since is None else check_since,
     )
 
 

@@ -315,6 +315,7 @@ def stream_export(
     name: str,
     *,
     decide_early: bool = True,
+    check: Callable[[], None] | None = None,
 ) -> Response:
     """200 with every row opener's export reads, streamed as NDJSON or CSV, as file name.*;
     or 304; or 503 when the instance's exports are all taken.
@@ -323,11 +324,19 @@ def stream_export(
     with an ETag of its own for each representation. `Registry-Total` is the number of rows
     that follow (lines of NDJSON, CSV rows after the header). decide_early false: no 304
     before the export is opened (its answer may turn into an error under the same validators).
+    check: run before a slot is taken, raising what answers instead of the export (an error
+    the export itself would raise), so that such a request never gets the limit's 503.
     """
     early = not_modified_early(generation, representation=representation) if decide_early else None
     if early is not None:
         early.vary.add("Accept")
         return early
+    if check is not None:
+        try:
+            check()
+        except DATABASE_UNAVAILABLE:
+            count_export_refused("unavailable")
+            raise
     slots: ExportSlots = current_app.extensions["registry_export_slots"]
     slot = slots.acquire()
     if slot is None:

@@ -23,7 +23,7 @@ from flask import Flask
 from registry.loader.loading import load_document
 from tests.api.api_support import parse_links
 from tests.api.change_graphs import DIGITS, GRAPH_A, GRAPH_B, GRAPH_C, oid
-from tests.api.test_generations import Registry
+from tests.api.test_generations import ADMIN, Registry
 from tests.conftest import app_config, document
 
 Record = dict[str, Any]
@@ -305,3 +305,35 @@ def test_keep_changes_3_answers_410_from_the_right_generation(short: Chain) -> N
         "changed": 0,
     }
     assert body(short, "/registry/changes?since=3&limit=200")["changes"] == model(short, 3, 5)
+
+
+def test_a_since_that_answers_nothing_is_not_refused_by_the_export_limit(chain: Chain) -> None:
+    """With the one export slot taken, an export since a generation never produced is still
+    its 404, one newer than the generation answered its 400, and one since the generation
+    answered its empty export: the since is checked before a slot is taken. An export since a
+    kept generation then gets the limit's 503."""
+    from app import create_app
+
+    app = create_app(app_config(chain.conninfo, REGISTRY_MAX_EXPORTS=1))
+    try:
+        one = Registry(chain.conninfo, app)
+        held = one.client.get(
+            "/registry/changes?since=2", headers={**ADMIN, **NDJSON}, buffered=False
+        )
+        assert held.status_code == 200
+        chunks = iter(held.response)
+        assert next(chunks).startswith(b'{"id":')
+        for headers in (NDJSON, CSV):
+            never = one.get("/registry/changes?since=99", headers)
+            assert never.status_code == 404, never.get_data()
+            assert never.get_json()["details"] == {"since": 99, "current": 4}
+            newer = one.get("/registry/changes?since=4&generation=3", headers)
+            assert newer.status_code == 400, newer.get_data()
+            assert "since" in newer.get_json()["details"]
+            limited = one.get("/registry/changes?since=3", headers)
+            assert limited.status_code == 503, limited.get_data()
+            assert "REGISTRY_MAX_EXPORTS" in limited.get_json()["message"]
+        held.close()
+        del chunks
+    finally:
+        app.extensions["registry_db"].close()
