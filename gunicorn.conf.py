@@ -32,6 +32,11 @@ worker_class = os.environ.get(
     "REGISTRY_WORKER_CLASS", "registry.gunicorn_worker.OneWriteSyncWorker"
 )
 threads = int(os.environ.get("REGISTRY_THREADS", "1"))
+# A gthread worker takes at most this many connections at once: as many as its threads, so a
+# worker whose threads all stream exports leaves new connections in the listen queue for the
+# other workers instead of taking them and making them wait behind its exports (gunicorn's
+# default is 1000). Sync workers take one at a time anyway.
+worker_connections = threads
 # A worker that shows no sign of life for this long is killed. Streamed exports (NDJSON,
 # CSV) show one while they move (a batch fetched, a write to the client under way), so a
 # long export runs as long as it moves, while one stuck on a database that does not answer

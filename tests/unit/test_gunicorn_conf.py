@@ -42,3 +42,16 @@ def test_the_export_limit_is_half_the_workers_at_least_one(
 def test_an_explicit_export_limit_is_kept() -> None:
     """REGISTRY_MAX_EXPORTS set: passed on as it is."""
     assert raw_env(REGISTRY_WORKERS="5", REGISTRY_MAX_EXPORTS="7")["REGISTRY_MAX_EXPORTS"] == "7"
+
+
+@pytest.mark.parametrize("threads", ["1", "4"])
+def test_a_worker_takes_no_more_connections_than_it_has_threads(threads: str) -> None:
+    """gthread workers (REGISTRY_THREADS) take as many connections as they have threads, so
+    one whose threads all stream exports does not take requests it cannot answer."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REGISTRY_")}
+    env.update(REGISTRY_THREADS=threads, PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp())
+    code = "import runpy; print(runpy.run_path('gunicorn.conf.py')['worker_connections'])"
+    shown = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.strip() == threads
