@@ -14,7 +14,8 @@ it and applies its own, about 2 % of the origins). Reported:
 - the storage of the kept change sets and net changes beside the kept graphs;
 - with wrk at --connections (16) through the production gunicorn set-up: the first and the
   last page of since=<oldest since>, kind=changed&block=bans over the same range, and the
-  first page without since (contract 10) beside them;
+  first page without since (contract 10) beside them; the history of the origin the chain
+  changed most, beside that origin by id;
 - the NDJSON export of since=<oldest>, against the export of the newest generation's own
   change set (contract 10), per record.
 
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             size = conn.execute(QUERIES["meta/get_kept_change_sets_size"]).fetchone()
             targets = conn.execute(QUERIES["meta/get_since_targets"]).fetchone()
+            picked = conn.execute(QUERIES["meta/pick_history_chain_target"]).fetchone()
         assert size is not None and targets is not None
         kept, rows, log, net, graphs, kept_graphs = (int(n) for n in size)
         print(f"storage: {kept} change sets kept: change_log {log / 1e6:.1f} MB (rows "
@@ -101,12 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which("wrk") is None:
             print("wrk is not installed: no request rows (Debian package wrk)", flush=True)
             return 0
-        _serve_and_measure(args, conninfo, oldest, net_total)
+        _serve_and_measure(args, conninfo, oldest, net_total, picked[0] if picked else None)
     return 0
 
 
-def _serve_and_measure(args: argparse.Namespace, conninfo: str, oldest: int, total: int) -> None:
-    """The request rows and the exports, through the production gunicorn set-up."""
+def _serve_and_measure(
+    args: argparse.Namespace, conninfo: str, oldest: int, total: int, changed: str | None
+) -> None:
+    """The request rows and the exports, through the production gunicorn set-up; changed:
+    the origin most often changed in the chain, whose history is asked for."""
     secret = secrets.token_urlsafe(48)
     settings = {
         **load_settings(),
@@ -124,6 +129,11 @@ def _serve_and_measure(args: argparse.Namespace, conninfo: str, oldest: int, tot
         (f"since={oldest}&kind=changed&block=bans",
          f"/registry/changes?since={oldest}&kind=changed&block=bans"),
     ]  # fmt: skip
+    if changed is not None:
+        rows += [
+            ("the most changed origin, by id", f"/registry/origins/{changed}"),
+            ("its history", f"/registry/origins/{changed}/history"),
+        ]
     with tempfile.TemporaryDirectory() as folder:
         server = start_gunicorn(env, Path(folder) / "gunicorn.log")
         try:
