@@ -16,7 +16,8 @@ facet_size + 1 values (the one past the cut says `truncated`).
 
 A generation loaded before all the facet counts existed (origins/facet_counts_exist.sql asks
 for the last of them) has its facets counted from origin_rows (count_facets_of_rows.sql), the
-same answer at a higher cost, until the loads that follow replace it. Which generations have them is asked once per generation.
+same answer at a higher cost, until the loads that follow replace it. Which generations have
+them is asked once per generation.
 """
 
 from __future__ import annotations
