@@ -170,16 +170,16 @@ class CommaList(QueryParameter):
 
     def parse(self, text: str) -> list[Any]:
         """The items in the order given, each once (parse_item says when two are the same)."""
-        items: list[Any] = []
+        # A dict keeps the order given and finds a repeat in one step (100 ids: no 5,000
+        # comparisons of a list's members).
+        items: dict[Any, None] = {}
         for part in text.split(","):
             if part == "":
                 raise ValidationError("must be a comma-separated list with no empty item")
-            item = self.parse_item(part)
-            if item not in items:
-                items.append(item)
+            items[self.parse_item(part)] = None
         if len(items) > self.max_items:
             raise ValidationError(f"must list at most {self.max_items} distinct items")
-        return items
+        return list(items)
 
     def parse_item(self, part: str) -> Any:
         """One item of the list, parsed."""

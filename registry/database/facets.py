@@ -1,18 +1,23 @@
 """Facets of a listing (contract 13): counts per value over every origin its filters match.
 
 Counts are read, not counted, wherever the load kept them: per flag combination over the
-whole graph (combo_counts), per station (station_combo_counts), per network, station and
-combination (facet_combo_counts), and the network_id facet already ranked for every
-combination of flag filter values (network_facet_tops; all in load/build_filter_counts.sql).
+whole graph (combo_counts), per network or station (network_combo_counts,
+station_combo_counts), per network, station and combination (facet_combo_counts), and the
+network_id and station_id facets already ranked for every combination of flag filter values
+(network_facet_tops, station_facet_tops), the stations of each network and the networks of
+each station (network_station_tops, station_network_tops; all in
+load/build_filter_counts.sql). Only a network or station narrowed further sums its rows of
+facet_combo_counts at request time.
 Only a search or an `id` list, which no count table knows, has its matching origins grouped
 at request time (the `id` list holds at most 100). Each access path is one statement
 returning the generation it read with its counts; the flag facets are then summed here from
 the combinations' counts, and the network_id and station_id facets come ranked and cut to
 facet_size + 1 values (the one past the cut says `truncated`).
 
-A generation loaded before the facet counts existed has none of them: its facets are counted
-from origin_rows (count_facets_of_rows.sql), the same answer at a higher cost, until the
-loads that follow replace it. Which generations have them is asked once per generation.
+A generation loaded before all the facet counts existed (origins/facet_counts_exist.sql asks
+for the last of them) has its facets counted from origin_rows (count_facets_of_rows.sql), the
+same answer at a higher cost, until the loads that follow replace it. Which generations have
+them is asked once per generation.
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ from registry.database.repository import (
 
 _OF_ALL = "origins/count_facets_of_all"
 _BY_FLAGS = "origins/count_facets_by_flags"
+_OF_NETWORK = "origins/count_facets_of_network"
 _IN_NETWORK = "origins/count_facets_in_network"
+_OF_STATION = "origins/count_facets_of_station"
 _BY_STATION = "origins/count_facets_by_station"
 _OF_SEARCH = "origins/count_facets_of_search"
 _OF_ROWS = "origins/count_facets_of_rows"
@@ -81,9 +88,11 @@ def facet_statement(
     if params["ids"] is not None or not with_counts:
         return _OF_ROWS, params
     if params["network_id"] is not None:
+        if params["station"] is None and params["combos"] is None:
+            return _OF_NETWORK, params
         return _IN_NETWORK, params
     if params["station"] is not None:
-        return _BY_STATION, params
+        return (_OF_STATION if params["combos"] is None else _BY_STATION), params
     if params["combos"] is not None:
         return _BY_FLAGS, params
     return _OF_ALL, params

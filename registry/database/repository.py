@@ -128,10 +128,17 @@ def like_pattern(search: str) -> str:
     return "%" + fold_for_search(search).translate(_LIKE_ESCAPES) + "%"
 
 
-def id_uuids(filters: dict[str, Any]) -> list[str] | None:
-    """The bare uuids of the `id` filter (its ids are svc:origin:<uuid>), or None."""
+def id_uuids(filters: dict[str, Any]) -> str | None:
+    """The `id` filter's bare uuids as one uuid[] literal, `{<uuid>,...}`, or None.
+
+    One text parameter, not a list: psycopg checks and quotes a list's every item on every
+    request, while the parser has already held each id to hex digits and dashes, which an
+    array literal takes as they are.
+    """
     ids = filters.get("id")
-    return None if ids is None else [origin_id.rpartition(":")[2] for origin_id in ids]
+    if ids is None:
+        return None
+    return "{" + ",".join([origin_id.rpartition(":")[2] for origin_id in ids]) + "}"
 
 
 def filter_params(filters: dict[str, Any]) -> dict[str, Any]:

@@ -110,6 +110,73 @@ SELECT set, network_id, n, rank::integer AS rank FROM ranked WHERE rank <= 101;
 
 CREATE INDEX network_facet_tops_idx ON network_facet_tops (set, rank) INCLUDE (network_id, n);
 
+-- The station_id facet of the same listings, ranked at load per set as network_facet_tops is:
+-- the first 101 stations (null: unallocated) by origins matching. Summing the stations'
+-- counts at request time read a row per station and combination on every request.
+CREATE TABLE station_facet_tops AS
+WITH sets AS (
+    SELECT DISTINCT set, present FROM facet_keys
+), per_station AS (
+    SELECT c.station, c.combo, c.n FROM station_combo_counts AS c
+    UNION ALL
+    SELECT NULL, c.combo, c.n FROM combo_counts AS c WHERE c.combo & 2 = 0
+), summed AS (
+    SELECT s.set, p.station, sum(p.n)::bigint AS n
+    FROM sets AS s
+    CROSS JOIN unnest(s.present) AS m (combo)
+    JOIN per_station AS p ON p.combo = m.combo
+    GROUP BY s.set, p.station
+), ranked AS (
+    SELECT set, station, n,
+           row_number() OVER (PARTITION BY set ORDER BY n DESC, station NULLS LAST) AS rank
+    FROM summed
+)
+SELECT set, station, n, rank::integer AS rank FROM ranked WHERE rank <= 101;
+
+CREATE INDEX station_facet_tops_idx ON station_facet_tops (set, rank) INCLUDE (station, n);
+
+-- The station_id facet of one network's listing with no other filter: its first 101 stations
+-- (null: unallocated) by origins, ranked at load. A large network has a row per station and
+-- combination in facet_combo_counts (thousands at 1,000,000 origins), summed on every
+-- request otherwise.
+CREATE TABLE network_station_tops AS
+WITH summed AS (
+    SELECT network_id, station, sum(n)::bigint AS n
+    FROM facet_combo_counts
+    WHERE network_id IS NOT NULL
+    GROUP BY network_id, station
+), ranked AS (
+    SELECT network_id, station, n,
+           row_number() OVER (PARTITION BY network_id ORDER BY n DESC, station NULLS LAST)
+               AS rank
+    FROM summed
+)
+SELECT network_id, station, n, rank::integer AS rank FROM ranked WHERE rank <= 101;
+
+CREATE INDEX network_station_tops_idx ON network_station_tops (network_id, rank)
+    INCLUDE (station, n);
+
+-- The network_id facet of one station's listing with no other filter: its first 101
+-- networks (null: no network), ranked at load. A station is held in every network that
+-- reaches its number, so its rows of facet_combo_counts grow with the networks.
+CREATE TABLE station_network_tops AS
+WITH summed AS (
+    SELECT station, network_id, sum(n)::bigint AS n
+    FROM facet_combo_counts
+    WHERE station IS NOT NULL
+    GROUP BY station, network_id
+), ranked AS (
+    SELECT station, network_id, n,
+           row_number() OVER (PARTITION BY station
+                              ORDER BY n DESC, network_id COLLATE "C" NULLS LAST) AS rank
+    FROM summed
+)
+SELECT station, network_id, n, rank::integer AS rank FROM ranked WHERE rank <= 101;
+
+CREATE INDEX station_network_tops_idx ON station_network_tops (station, rank)
+    INCLUDE (network_id, n);
+
 -- The facet tables' planner statistics, here rather than in analyze_graph_next.sql, so that
 -- this file says all there is about them.
-ANALYZE facet_combo_counts, facet_keys, network_facet_tops;
+ANALYZE facet_combo_counts, facet_keys, network_facet_tops, station_facet_tops,
+        network_station_tops, station_network_tops;

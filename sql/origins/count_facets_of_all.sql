@@ -4,8 +4,12 @@
 -- facet's first `size` values [[network_id, name, n], ...] in facet order (network_facet_tops
 -- under the key of no flag filter, through network_facet_tops_idx, each name by the key of
 -- networks); stations, the station_id facet's first `size` values
--- [[station, n], ...] (station_combo_counts, a few rows per station, and the unallocated
--- from combo_counts). networks and stations are null unless asked for.
+-- [[station, n], ...] in facet order (station_facet_tops under the same key, through
+-- station_facet_tops_idx). networks and stations are null unless asked for.
+-- The set of ranked values these filter values share, looked up once (facet_keys_pkey).
+WITH keyed AS (
+    SELECT k.set FROM {graph}.facet_keys AS k WHERE k.key = %(key)s::text
+)
 SELECT i.generation,
        i.committed_at,
        (SELECT json_agg(json_build_array(c.combo, c.n)) FROM {graph}.combo_counts AS c)
@@ -17,16 +21,11 @@ SELECT i.generation,
                         ORDER BY t.rank)
         FROM {graph}.network_facet_tops AS t
         WHERE %(networks)s::boolean
-          AND t.set = (SELECT k.set FROM {graph}.facet_keys AS k WHERE k.key = %(key)s::text)
+          AND t.set = (SELECT k.set FROM keyed AS k)
           AND t.rank <= %(size)s::integer) AS networks,
-       (SELECT json_agg(json_build_array(t.station, t.n) ORDER BY t.n DESC, t.station NULLS LAST)
-        FROM (SELECT s.station, sum(s.n)::bigint AS n
-              FROM (SELECT c.station, c.n FROM {graph}.station_combo_counts AS c
-                    UNION ALL
-                    SELECT NULL::integer, c.n FROM {graph}.combo_counts AS c
-                    WHERE c.combo & 2 = 0) AS s
-              WHERE %(stations)s::boolean
-              GROUP BY s.station
-              ORDER BY n DESC, s.station NULLS LAST
-              LIMIT %(size)s::integer) AS t) AS stations
+       (SELECT json_agg(json_build_array(t.station, t.n) ORDER BY t.rank)
+        FROM {graph}.station_facet_tops AS t
+        WHERE %(stations)s::boolean
+          AND t.set = (SELECT k.set FROM keyed AS k)
+          AND t.rank <= %(size)s::integer) AS stations
 FROM {graph}.graph_info AS i;

@@ -429,7 +429,9 @@ def test_every_request_time_query_is_covered() -> None:
     covered |= {
         FACETS_OF_ALL,
         FACETS_BY_FLAGS,
+        FACETS_OF_NETWORK,
         FACETS_IN_NETWORK,
+        FACETS_OF_STATION,
         FACETS_BY_STATION,
         FACETS_OF_SEARCH,
         FACETS_OF_ROWS,
@@ -447,7 +449,9 @@ def test_every_request_time_query_is_covered() -> None:
 # Contract 13. Facets: every access path, each facet asked for, with the network and station
 # facets ranked (the largest network's and the largest station's listings included).
 FACETS_OF_ALL, FACETS_BY_FLAGS = "origins/count_facets_of_all", "origins/count_facets_by_flags"
+FACETS_OF_NETWORK = "origins/count_facets_of_network"
 FACETS_IN_NETWORK = "origins/count_facets_in_network"
+FACETS_OF_STATION = "origins/count_facets_of_station"
 FACETS_BY_STATION = "origins/count_facets_by_station"
 FACETS_OF_SEARCH = "origins/count_facets_of_search"
 FACETS_OF_ROWS = "origins/count_facets_of_rows"
@@ -462,13 +466,18 @@ FACET_LISTINGS = [
         FACETS_BY_FLAGS,
         id="governed+allocated",
     ),
-    pytest.param({"network_id": "{network_id}"}, FACETS_IN_NETWORK, id="largest-network"),
+    pytest.param({"network_id": "{network_id}"}, FACETS_OF_NETWORK, id="largest-network"),
+    pytest.param(
+        {"network_id": "{network_id}", "governance_state": "governed"},
+        FACETS_IN_NETWORK,
+        id="largest-network+governed",
+    ),
     pytest.param(
         {"network_id": "{network_id}", "station_id": "{network_station}", "transport": "iptv"},
         FACETS_IN_NETWORK,
         id="network+station+iptv",
     ),
-    pytest.param({"station_id": "{station}"}, FACETS_BY_STATION, id="station"),
+    pytest.param({"station_id": "{station}"}, FACETS_OF_STATION, id="station"),
     pytest.param(
         {"station_id": "{station}", "governance_state": "ungoverned"},
         FACETS_BY_STATION,
