@@ -1,7 +1,11 @@
 -- Returns one row: the generation of the graph in schema {graph} (also named by `schema`),
--- and whether that graph has the facet counts (facet_combo_counts,
+-- whether that graph has the facet counts (facet_combo_counts,
 -- load/build_filter_counts.sql): a graph loaded before that file existed has not, and its
--- facets are counted from origin_rows instead. The one-row graph_info and a catalog lookup.
+-- facets are counted from origin_rows instead; and whether its origin_search keeps what a
+-- search's facets group by (the network_numbers beside it, load/build_origin_rows.sql): an
+-- older graph's search facets look each match up in origin_rows. graph_info and the catalog.
 SELECT i.generation,
-       to_regclass(format('%%I.facet_combo_counts', %(schema)s::text)) IS NOT NULL AS present
+       to_regclass(format('%%I.facet_combo_counts', %(schema)s::text)) IS NOT NULL AS present,
+       to_regclass(format('%%I.network_numbers', %(schema)s::text)) IS NOT NULL
+           AS search_facets
 FROM {graph}.graph_info AS i;
