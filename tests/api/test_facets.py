@@ -167,6 +167,16 @@ def test_facets_follow_the_filters_their_own_included(api: CheckedClient):
             id="search",
         ),
         pytest.param(
+            {"search": "origin"},
+            {"network_id": NETWORKS, "station_id": STATIONS},
+            id="search-every-origin",
+        ),
+        pytest.param(
+            {"search": "origin", "network_id": NB},
+            {"network_id": [(NB, "Bravo", 2)], "station_id": [(9, 1), (10, 1)]},
+            id="search+network",
+        ),
+        pytest.param(
             {"id": f"{oid(9)},{oid(10)},{uuid_of(8)}", "allocation_state": "allocated"},
             {"network_id": [(N0, "Zero", 1), (None, None, 1)],
              "station_id": [(10, 1), (100, 1)]},
@@ -203,6 +213,26 @@ def test_ranked_facets_on_every_access_path(
 def test_network_facet_cut_at_facet_size(api: CheckedClient, size: str, shown: int, truncated):
     """The first facet_size values in rank order; truncated when more have a count."""
     body = listing(api, {"facet": "network_id", "facet_size": size})
+    assert body["facets"]["network_id"] == {
+        "values": networks(NETWORKS[:shown]),
+        "truncated": truncated,
+    }
+
+
+@pytest.mark.parametrize(
+    ("size", "shown", "truncated"),
+    [
+        pytest.param("2", 2, True, id="a-tie-cut"),
+        pytest.param("4", 4, True, id="one-more-than-facet_size"),
+        pytest.param("5", 5, False, id="exactly-facet_size"),
+    ],
+)
+def test_a_searchs_network_facet_ranks_and_cuts_as_the_whole_graphs(
+    api: CheckedClient, size: str, shown: int, truncated
+):
+    """A search matching every origin ranks networks as the graph does: ties in code-point
+    order ("B" before "a"), the origins without a network last in theirs."""
+    body = listing(api, {"search": "origin", "facet": "network_id", "facet_size": size})
     assert body["facets"]["network_id"] == {
         "values": networks(NETWORKS[:shown]),
         "truncated": truncated,
