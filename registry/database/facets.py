@@ -9,15 +9,27 @@ each station (network_station_tops, station_network_tops; all in
 load/build_filter_counts.sql). Only a network or station narrowed further sums its rows of
 facet_combo_counts at request time.
 Only a search or an `id` list, which no count table knows, has its matching origins grouped
-at request time (the `id` list holds at most 100). Each access path is one statement
+at request time (the `id` list holds at most 100). A search's matches are grouped where they
+are found: the load keeps each origin's station, flag combination and network (as a number
+that follows network ids in string order, network_numbers) beside its search keys in
+origin_search, so counting a frequent term's facets reads the pages the search reads and
+groups them, with no lookup per match in origin_rows (at 1,000,000 origins "news" matches
+some 36,000 origins). The counts stay exact: nothing is sampled or bounded. They are still
+counted once per worker, generation and search, then remembered for the search's other
+pages; counting them inside the search statement itself would save one pass over pages the
+search has just read (so in cache), at the cost of a wider statement for every search
+without facets. Each access path is one statement
 returning the generation it read with its counts; the flag facets are then summed here from
 the combinations' counts, and the network_id and station_id facets come ranked and cut to
 facet_size + 1 values (the one past the cut says `truncated`).
 
 A generation loaded before all the facet counts existed (origins/facet_counts_exist.sql asks
 for the last of them) has its facets counted from origin_rows (count_facets_of_rows.sql), the
-same answer at a higher cost, until the loads that follow replace it. Which generations have
-them is asked once per generation.
+same answer at a higher cost, until the loads that follow replace it; one loaded before
+origin_search kept the facets' columns (it has no network_numbers) has a search's facets
+counted by a lookup per match (count_facets_of_search_rows.sql). Which generations have which
+is asked of the catalog once per generation: these are the load's layout, not the schema's,
+so no migration rewrites the generations already kept.
 """
 
 from __future__ import annotations
@@ -46,14 +58,17 @@ _IN_NETWORK = "origins/count_facets_in_network"
 _OF_STATION = "origins/count_facets_of_station"
 _BY_STATION = "origins/count_facets_by_station"
 _OF_SEARCH = "origins/count_facets_of_search"
+_OF_SEARCH_ROWS = "origins/count_facets_of_search_rows"
 _OF_ROWS = "origins/count_facets_of_rows"
 _EXIST = "origins/facet_counts_exist"
 
 Facets = dict[str, dict[str, Any]]
 
-# Whether a generation has the facet counts, per database and generation: a generation's
-# tables never change once it is committed, so the answer holds for as long as it is kept.
-_HAS_COUNTS: dict[tuple[Any, ...], bool] = {}
+# Whether a generation has the facet counts, and whether its origin_search keeps what a
+# search's facets group by (network_numbers beside it), per database and generation: a
+# generation's tables never change once it is committed, so the answer holds for as long as
+# it is kept.
+_HAS_COUNTS: dict[tuple[Any, ...], tuple[bool, bool]] = {}
 _HAS_COUNTS_KEPT = 64
 # A search's facets, per database, generation, filters and facets asked: a sweep of a search
 # asks for the same counts on every page, and they are counted from its matches.
@@ -71,10 +86,15 @@ class Counted:
 
 
 def facet_statement(
-    filters: dict[str, Any], names: list[str], size: int, with_counts: bool = True
+    filters: dict[str, Any],
+    names: list[str],
+    size: int,
+    with_counts: bool = True,
+    search_facets: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The statement (SQL file name) counting these facets for these filters, and its
-    parameters; with_counts false: the one for a graph without facet counts."""
+    parameters; with_counts false: the one for a graph without facet counts; search_facets
+    false: the one for a graph whose origin_search has only the search keys."""
     params = filter_params(filters)
     params |= {
         "key": flag_key(filters),
@@ -84,7 +104,7 @@ def facet_statement(
         "size": size + 1,
     }
     if params["pattern"] is not None and params["ids"] is None:
-        return _OF_SEARCH, params
+        return (_OF_SEARCH if search_facets else _OF_SEARCH_ROWS), params
     if params["ids"] is not None or not with_counts:
         return _OF_ROWS, params
     if params["network_id"] is not None:
@@ -110,8 +130,9 @@ def flag_key(filters: dict[str, Any]) -> str:
     return "|".join(values)
 
 
-def _has_counts(conn: psycopg.Connection, schema: str, generation: int) -> bool:
-    """Whether generation (read in schema) was loaded with the facet counts."""
+def _has_counts(conn: psycopg.Connection, schema: str, generation: int) -> tuple[bool, bool]:
+    """Whether generation (read in schema) was loaded with the facet counts, and with the
+    search facets' columns in origin_search."""
     info = conn.info
     key = (info.host, info.port, info.dbname, generation)
     known = _HAS_COUNTS.get(key)
@@ -123,8 +144,9 @@ def _has_counts(conn: psycopg.Connection, schema: str, generation: int) -> bool:
     # the caller's statement): the answer is that generation's for as long as it is kept.
     if len(_HAS_COUNTS) >= _HAS_COUNTS_KEPT:
         _HAS_COUNTS.clear()
-    _HAS_COUNTS[(*key[:3], int(row[0]))] = bool(row[1])
-    return bool(row[1])
+    layout = (bool(row[1]), bool(row[2]))
+    _HAS_COUNTS[(*key[:3], int(row[0]))] = layout
+    return layout
 
 
 def count_facets(
@@ -139,11 +161,12 @@ def count_facets(
     schema, whose graph the caller's page came from (seen): the caller checks that the stamp
     is still that one. A search's facets, counted from its matches, are remembered for the
     search's other pages in that generation (it never changes)."""
-    with_counts = _has_counts(conn, schema, seen.generation)
-    name, params = facet_statement(filters, names, size, with_counts)
+    with_counts, search_facets = _has_counts(conn, schema, seen.generation)
+    name, params = facet_statement(filters, names, size, with_counts, search_facets)
     info = conn.info
     key = (info.host, info.port, info.dbname, seen, name, repr(sorted(params.items())), *names)
-    if name == _OF_SEARCH and (remembered := _SEARCH_FACETS.get(key)) is not None:
+    searched = name in (_OF_SEARCH, _OF_SEARCH_ROWS)
+    if searched and (remembered := _SEARCH_FACETS.get(key)) is not None:
         return seen, remembered
     row = conn.execute(graph_statement(name, schema), params).fetchone()
     assert row is not None  # one graph_info row
@@ -154,7 +177,7 @@ def count_facets(
         assert row is not None  # one graph_info row
     counted = Counted(row[2] or [], row[3] or [], row[4] or [])
     stamp, facets = row_stamp(row), build_facets(counted, names, size)
-    if name == _OF_SEARCH and stamp == seen:
+    if searched and stamp == seen:
         if len(_SEARCH_FACETS) >= _SEARCH_FACETS_KEPT:
             _SEARCH_FACETS.clear()
         _SEARCH_FACETS[key] = facets

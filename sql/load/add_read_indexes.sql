@@ -6,6 +6,8 @@ ALTER TABLE origin_rows ADD PRIMARY KEY (pos);
 ALTER TABLE origin_rows ADD CONSTRAINT origin_rows_id_key UNIQUE (id);
 ALTER TABLE origin_csv ADD PRIMARY KEY (pos);
 ALTER TABLE origin_search ADD PRIMARY KEY (pos);
+ALTER TABLE network_numbers ADD PRIMARY KEY (number);
+ALTER TABLE network_numbers ADD CONSTRAINT network_numbers_id_key UNIQUE (id);
 CREATE UNIQUE INDEX origin_rows_address_idx
     ON origin_rows (address_network, address_station, address_channel) WHERE allocated;
 CREATE INDEX origin_rows_network_idx ON origin_rows (network_id, pos)

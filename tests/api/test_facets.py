@@ -177,6 +177,16 @@ def test_facets_follow_the_filters_their_own_included(api: CheckedClient):
             id="search",
         ),
         pytest.param(
+            {"search": "origin"},
+            {"network_id": NETWORKS, "station_id": STATIONS},
+            id="search-every-origin",
+        ),
+        pytest.param(
+            {"search": "origin", "network_id": NB},
+            {"network_id": [(NB, "Bravo", 2)], "station_id": [(9, 1), (10, 1)]},
+            id="search+network",
+        ),
+        pytest.param(
             {"id": f"{oid(9)},{oid(10)},{uuid_of(8)}", "allocation_state": "allocated"},
             {"network_id": [(N0, "Zero", 1), (None, None, 1)],
              "station_id": [(10, 1), (100, 1)]},
@@ -213,6 +223,26 @@ def test_ranked_facets_on_every_access_path(
 def test_network_facet_cut_at_facet_size(api: CheckedClient, size: str, shown: int, truncated):
     """The first facet_size values in rank order; truncated when more have a count."""
     body = listing(api, {"facet": "network_id", "facet_size": size})
+    assert body["facets"]["network_id"] == {
+        "values": networks(NETWORKS[:shown]),
+        "truncated": truncated,
+    }
+
+
+@pytest.mark.parametrize(
+    ("size", "shown", "truncated"),
+    [
+        pytest.param("2", 2, True, id="a-tie-cut"),
+        pytest.param("4", 4, True, id="one-more-than-facet_size"),
+        pytest.param("5", 5, False, id="exactly-facet_size"),
+    ],
+)
+def test_a_searchs_network_facet_ranks_and_cuts_as_the_whole_graphs(
+    api: CheckedClient, size: str, shown: int, truncated
+):
+    """A search matching every origin ranks networks as the graph does: ties in code-point
+    order ("B" before "a"), the origins without a network last in theirs."""
+    body = listing(api, {"search": "origin", "facet": "network_id", "facet_size": size})
     assert body["facets"]["network_id"] == {
         "values": networks(NETWORKS[:shown]),
         "truncated": truncated,
@@ -458,5 +488,43 @@ def test_a_generation_loaded_without_facet_counts_counts_its_rows(
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for table in dropped:
             conn.execute(sql.SQL("DROP TABLE graph.{}").format(sql.Identifier(table)))
+    client = api_app_factory(conninfo).test_client()
+    assert [facets_of(client, query) for query in queries] == read
+
+
+def test_a_generation_whose_search_keys_stand_alone_counts_a_searchs_facets_by_rows(
+    database_factory: Callable[[], str],
+    api_app_factory: Callable[..., Any],
+    admin_headers: dict[str, str],
+):
+    """A generation loaded before origin_search kept the network, station and combination
+    beside the search keys (those columns and the network numbers dropped here) answers the
+    same facets of every search, alone and with each other filter, by looking its matches up
+    in origin_rows."""
+    graph = facets_graph()
+    conninfo = database_factory()
+    load_records(conninfo, graph.records)
+    queries = [
+        {"search": "origin"},
+        {"search": "ORIGIN 1"},
+        {"search": "nothing like it"},
+        {"search": "origin", "network_id": NZ},
+        {"search": "origin", "station_id": "10"},
+        {"search": "origin", "governance_state": "governed", "transport": "iptv"},
+        {"search": "origin 1", "network_id": NB, "station_id": "10"},
+    ]
+
+    def facets_of(client: Any, query: dict[str, str]) -> Any:
+        target = "/registry/origins?" + urlencode({**query, "facet": EVERY_FACET})
+        response = client.get(target, headers=admin_headers)
+        assert response.status_code == 200, response.get_data()
+        return response.get_json()["facets"]
+
+    read = [facets_of(api_app_factory(conninfo).test_client(), query) for query in queries]
+    load_records(conninfo, graph.records)  # generation 2, the same graph
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("ALTER TABLE graph.origin_search DROP COLUMN combo, DROP COLUMN station")
+        conn.execute("ALTER TABLE graph.origin_search DROP COLUMN network")
+        conn.execute("DROP TABLE graph.network_numbers")
     client = api_app_factory(conninfo).test_client()
     assert [facets_of(client, query) for query in queries] == read
