@@ -3,10 +3,11 @@
 -- change set.
 --
 -- A row of generation n answers for every since m with lo <= m < until, and lo is never below
--- n's oldest since s. So the rows of since s are exactly those with lo = s (a consumer that
--- catches up from as far back as it can), and the rows of since n - 1 exactly those with
--- until = n (a consumer that polls after every load): each a contiguous range of one of
--- these indexes, in id order, read index-only, however many rows the other sinces have. Any
+-- n's oldest since s (the load builds it so, retention keeps it so: drop_change_set.sql). So
+-- the rows of since s are exactly those with lo = s (a consumer that catches up from as far
+-- back as it can), and the rows of since n - 1 exactly those with until = n (a consumer that
+-- polls after every load): each a contiguous range of one of these indexes, in id order,
+-- read index-only, however many rows the other sinces have. Any
 -- other since is the planner's pick, as before: the primary key walked in id order and
 -- filtered, or net_changes_kind_idx for one kind (which keeps the planner off a sequential
 -- scan and a sort when the filters look selective, as a block's does).
@@ -116,6 +117,20 @@ BEGIN
     GROUP BY g.generation;
 END
 $fn$;
+
+-- Each generation's net changes keep lo never below its oldest since, and retention now keeps
+-- it so as it raises the oldest since (sql/load/drop_change_set.sql). Those built before lost
+-- it whenever change sets were dropped after their load: raise them once.
+WITH s AS (
+    SELECT k.generation, registry_meta.oldest_since(k.generation) AS since
+    FROM (SELECT DISTINCT x.generation FROM registry_meta.net_changes AS x) AS k
+), ended AS (
+    DELETE FROM registry_meta.net_changes AS x
+    USING s WHERE x.generation = s.generation AND x.until <= s.since
+)
+UPDATE registry_meta.net_changes AS x SET lo = s.since
+FROM s
+WHERE x.generation = s.generation AND x.lo < s.since AND x.until > s.since;
 
 -- The graphs kept say they have what this schema version's graphs have (readiness checks it).
 DO $upgrade$
