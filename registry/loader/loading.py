@@ -214,6 +214,8 @@ def load_document(
                 conn, parsed.counts["origin"], changes.previous, changes.counts
             )
             statements.record_load(conn, time.monotonic() - started, parsed.counts)
+        if not options.dry_run:
+            timings["publish"] = time.monotonic() - started
     finally:
         parsed.close()
     kept: list[KeptGeneration] = []
@@ -381,7 +383,7 @@ def load_counts_line(result: LoadResult) -> str:
     """One summary line: counts per record type, the time taken and where it went."""
     parts = ", ".join(f"{count} {kind}" for kind, count in result.counts.items())
     phases, previous = [], 0.0
-    for phase in ("parse", "copy", "check", "read_model", "changes"):
+    for phase in ("parse", "copy", "check", "read_model", "changes", "publish"):
         if phase in result.timings:
             phases.append(f"{phase} {result.timings[phase] - previous:.1f}")
             previous = result.timings[phase]

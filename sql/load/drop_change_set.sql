@@ -1,8 +1,19 @@
 -- Drops the change set of generation %(generation)s from change_log and marks it dropped, in
 -- one statement after the load's commit, so a reader sees it whole or marked gone. The
 -- moment is never before the newest commit time, as in mark_generation_dropped.sql.
+-- The oldest since of every kept generation from it on becomes it (g): their net changes
+-- keep lo never below their oldest since (migration 005), so the rows that ended by g go
+-- (they answered only for sinces now gone) and those that began before it begin at g. So
+-- the net changes since the oldest since stay the range lo = g of net_changes_lo_idx.
 WITH gone AS (
     DELETE FROM registry_meta.change_log WHERE generation = %(generation)s::bigint
+), ended AS (
+    DELETE FROM registry_meta.net_changes
+    WHERE generation >= %(generation)s::bigint AND until <= %(generation)s::bigint
+), raised AS (
+    UPDATE registry_meta.net_changes SET lo = %(generation)s::bigint
+    WHERE generation >= %(generation)s::bigint AND lo < %(generation)s::bigint
+      AND until > %(generation)s::bigint
 )
 UPDATE registry_meta.generations
 SET changes_dropped_at = greatest(

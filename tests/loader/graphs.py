@@ -133,7 +133,8 @@ def graph_state(conninfo: str) -> dict[str, Any]:
 
 
 def drop_change_log(conn: psycopg.Connection) -> None:
-    """Take away what migration 004 made (kept change sets), to replay older migrations."""
+    """Take away what migrations 004 and 005 made (kept change sets, their net changes
+    indexed), to replay older migrations."""
     conn.execute(
         "DROP TABLE registry_meta.change_log, registry_meta.net_changes, registry_meta.net_counts;"
         " DROP FUNCTION registry_meta.build_net_changes, registry_meta.oldest_since,"

@@ -239,7 +239,7 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
     with psycopg.connect(conninfo, autocommit=True) as conn:
         as_before_migration_4(conn)
         assert get_schema_state(conn)["graph_version"] == 3
-        assert apply_migrations(conn) == ["004_change_log"]
+        assert apply_migrations(conn) == ["004_change_log", "005_net_change_ranges"]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
         assert kept_change_sets(conn) == [2, 3]
