@@ -4,6 +4,10 @@ Each test runs a repository function for real, takes the one statement and the p
 sent, and EXPLAINs exactly that on a connection set up like the service's. A sequential scan
 of a big table fails the test, so a lost index or a rewritten query is caught before a
 benchmark (or production) notices it.
+
+The statements of /registry/changes?since=m (contract 12) are held to the same, at the end of
+the module, on the same database once two twins of its graph are loaded over it: a 100,000
+origin graph costs about half a minute to load, and is loaded once for both.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import psycopg
 import pytest
 
 from registry.database import exports, facets, history, repository
+from registry.database.changes import change_statement, filter_path
+from registry.database.changes_since import _EXPORT, _LIST, list_changes_since
 from registry.database.conninfo import connection_kwargs
 from registry.database.generations import graph_statement
 from registry.database.queries import QUERIES
 from registry.loader.demo import write_demo_document
+from registry.loader.demo_twin import write_twin_document
 from registry.loader.loading import load_document
 from registry.settings import load_settings
 from schemas.params import FACET_NAMES, parse_origin_list_query
@@ -90,6 +97,7 @@ class RecordingConnection(psycopg.Connection[Any]):
 class PlanGraph:
     """The loaded demo graph, a service-like connection to it, and values worth asking for."""
 
+    conninfo: str
     conn: RecordingConnection
     has_trigrams: bool
     targets: dict[str, str]
@@ -110,7 +118,7 @@ def plan_graph(database_factory: Callable[[], str]) -> Iterator[PlanGraph]:
     with RecordingConnection.connect(conninfo, **kwargs) as conn:
         conn.ran = []
         has_trigrams = bool(conn.execute(HAS_TRIGRAMS).fetchone()[0])
-        yield PlanGraph(conn, has_trigrams, _targets(conn))
+        yield PlanGraph(conninfo, conn, has_trigrams, _targets(conn))
 
 
 def _targets(conn: RecordingConnection) -> dict[str, str]:
@@ -585,3 +593,76 @@ def test_the_load_ranks_networks_under_the_services_flag_keys(plan_graph: PlanGr
         combos = repository.matching_combos(filters)
         expected[facets.flag_key(filters)] = list(range(256)) if combos is None else combos
     assert stored == expected
+
+
+# Contract 12. Changes since any kept generation, after a chain of loads of 1 % twins. The net
+# changes and the change log grow with the changes kept: neither may be read by a sequential
+# scan, first page or last, filtered or not, nor may an export sort them.
+
+# Tables that grow with the changes kept: never read whole by a request.
+CHANGE_TABLES = frozenset({"change_log", "net_changes"})
+# registry_meta.generations has one row per load ever committed; graph_info one row;
+# net_counts one per kept graph and kept since (at most REGISTRY_KEEP_GENERATIONS x
+# (REGISTRY_KEEP_CHANGES + 1) rows), whatever the graph or the changes.
+SMALL = frozenset({"generations", "graph_info", "net_counts"})
+# Two loads over the demo graph: twins of it with 1 % of the origins changed (different
+# draws), so generation 3 has net changes since 1 and since 2.
+TWINS = (0.01, 0.0101)
+
+
+@pytest.fixture(scope="module")
+def chain(plan_graph: PlanGraph) -> Iterator[RecordingConnection]:
+    """The plan graph's database with TWINS loaded over it (after the tests above: file order)."""
+    with psycopg.connect(plan_graph.conninfo, autocommit=True) as loader:
+        for fraction in TWINS:
+            with tempfile.TemporaryFile() as document:
+                write_twin_document(document, ORIGINS, SEED, fraction)
+                document.seek(0)
+                load_document(loader, document)
+    kwargs = connection_kwargs(load_settings(), plan_graph.conninfo)
+    with RecordingConnection.connect(plan_graph.conninfo, **kwargs) as conn:
+        conn.ran = []
+        yield conn
+
+
+CASES = {
+    "all": {},
+    "kind": {"kind": "changed"},
+    "block": {"block": "bans"},
+}
+
+
+@pytest.mark.parametrize("since", [1, 2])
+@pytest.mark.parametrize("last", [False, True], ids=["first-page", "last-page"])
+@pytest.mark.parametrize("path", list(CASES))
+def test_a_page_since_m_reads_indexes(
+    chain: RecordingConnection, path: str, last: bool, since: int
+) -> None:
+    """Each changes-since listing path scans neither graph nor changes, first page or last."""
+    filters: dict[str, Any] = CASES[path]
+    stamp, page = list_changes_since(chain, filters, since, 50, 0)
+    assert stamp.generation == 3 and page.total > 0
+    offset = (max(1, -(-page.total // 50)) - 1) * 50 if last else 0
+    query, params = statement_of(
+        chain, lambda: list_changes_since(chain, filters, since, 50, offset)
+    )
+    assert query == graph_statement(_LIST[path])
+    plan = explain(chain, query, params)
+    scanned = seq_scanned(plan)
+    message = f"{_LIST[path]} seq-scans {sorted(scanned)} with {params!r}:\n{outline(plan)}"
+    assert not scanned & (BIG_TABLES | CHANGE_TABLES), message
+    assert scanned <= SMALL, message
+
+
+@pytest.mark.parametrize("column", ["line", "csv_line"])
+@pytest.mark.parametrize("path", list(CASES))
+def test_an_export_since_m_streams_in_id_order_without_sorting(
+    chain: RecordingConnection, path: str, column: str
+) -> None:
+    """Each changes-since export path reads in id order by index: no sort, no big scan."""
+    _, params = filter_path(CASES[path])
+    statement = change_statement(_EXPORT[path], "graph", column)
+    plan = explain(chain, "DECLARE plan_check CURSOR FOR " + statement, {**params, "since": 1})
+    assert not [node for node in nodes(plan) if node["Node Type"] == "Sort"], outline(plan)
+    scanned = seq_scanned(plan)
+    assert not scanned & (BIG_TABLES | CHANGE_TABLES), outline(plan)
