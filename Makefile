@@ -37,8 +37,7 @@ test: install
 ## the loader, query plans, listing order and search, search memory, change sets, changes since
 ## any generation, histories and facets. The rest (the HTTP surface, auth, errors, end-to-end,
 ## the browser, packaging) runs once, in make test
-SERVER_TESTS = tests/properties tests/loader tests/api/test_query_plans.py \
-	tests/api/test_change_query_plans.py tests/api/test_listing.py \
+SERVER_TESTS = tests/properties tests/loader tests/api/test_query_plans.py tests/api/test_listing.py \
 	tests/api/test_search_memory.py tests/api/test_changes.py tests/api/test_changes_since.py \
 	tests/api/test_catchup_retention.py tests/api/test_history.py \
 	tests/api/test_origin_history.py tests/api/test_facets.py

@@ -40,7 +40,7 @@ TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 LONGEST_FIRST = (
     "tests/e2e/test_nginx_exports.py",  # 160
     "tests/e2e/test_export_capacity.py",  # 150
-    "tests/api/test_change_query_plans.py",  # 95
+    "tests/api/test_query_plans.py",  # 100 (one 100,000-origin graph and two twins)
     "tests/api/test_schemathesis.py",  # 65
     "tests/properties/test_catchup_sweep.py",  # 41
     "tests/properties/test_catchup_chain.py",  # 37
@@ -50,7 +50,6 @@ LONGEST_FIRST = (
     "tests/loader/test_create_reader.py",  # 36
     "tests/properties/test_generation_sweep.py",  # 30
     "tests/e2e/test_docs_page.py",  # 30
-    "tests/api/test_query_plans.py",  # 28
     "tests/properties/test_export_listing.py",  # 26
     "tests/e2e/test_export_memory.py",  # 26
     "tests/loader/test_load_changes.py",  # 26
