@@ -156,15 +156,28 @@ class Text(QueryParameter):
 class CommaList(QueryParameter):
     """A comma-separated list (OpenAPI form style, explode false) of distinct items."""
 
-    def __init__(self, item: dict[str, Any], max_items: int, description: str, **kwargs: Any):
-        """A list of at most max_items items, each as the item schema says."""
-        metadata = {
+    def __init__(
+        self,
+        item: dict[str, Any],
+        max_items: int,
+        description: str,
+        repeats_count_once: bool = False,
+        **kwargs: Any,
+    ):
+        """A list of at most max_items distinct items, each as the item schema says.
+
+        repeats_count_once: a repeated item is taken once, so a longer list with repeats is
+        accepted; the document then states no maxItems (it counts repeats), and the
+        description gives the bound.
+        """
+        metadata: dict[str, Any] = {
             "type": "array",
             "items": item,
             "minItems": 1,
-            "maxItems": max_items,
             "description": description,
         }
+        if not repeats_count_once:
+            metadata["maxItems"] = max_items
         super().__init__(metadata=metadata, **kwargs)
         self.max_items = max_items
 
@@ -223,7 +236,9 @@ class OriginIds(CommaList):
             {"type": "string", "pattern": ORIGIN_ID_FORMAT},
             MAX_IDS,
             f"only these origins (1 to {MAX_IDS} distinct ids, each svc:origin:<uuid> or the "
-            "bare uuid; comma-separated; ids matching no origin are simply absent)",
+            "bare uuid; comma-separated; an id given twice counts once; ids matching no origin "
+            "are simply absent)",
+            repeats_count_once=True,
             **kwargs,
         )
 

@@ -171,9 +171,13 @@ def api_admin(
     return CheckedClient(example_app.test_client(), api_conformance, admin_headers)
 
 
-@pytest.fixture(scope="session")
+# Module-scoped: each app's pool holds connections until closed, so apps close when the
+# module that made them is done; kept for the whole run, a run's apps outgrew the server's
+# max_connections.
+@pytest.fixture(scope="module")
 def api_app_factory() -> Iterator[Callable[..., Flask]]:
-    """Build apps over any database with extra settings; their pools close at the end."""
+    """Build apps over any database with extra settings; their pools close after the
+    module."""
     from app import create_app
 
     made: list[Flask] = []
@@ -189,7 +193,7 @@ def api_app_factory() -> Iterator[Callable[..., Flask]]:
         app.extensions["registry_db"].close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def api_graph_factory(
     database_factory: Callable[[], str],
     api_app_factory: Callable[..., Flask],

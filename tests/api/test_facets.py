@@ -483,7 +483,9 @@ def test_a_generation_loaded_without_facet_counts_counts_its_rows(
         assert response.status_code == 200, response.get_data()
         return response.get_json()["facets"]
 
-    read = [facets_of(api_app_factory(conninfo).test_client(), query) for query in queries]
+    first = api_app_factory(conninfo).test_client()
+    read = [facets_of(first, query) for query in queries]
+    first.application.extensions["registry_db"].close()  # its connections, not at the run's end
     load_records(conninfo, graph.records)  # generation 2, the same graph
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for table in dropped:
@@ -520,7 +522,9 @@ def test_a_generation_whose_search_keys_stand_alone_counts_a_searchs_facets_by_r
         assert response.status_code == 200, response.get_data()
         return response.get_json()["facets"]
 
-    read = [facets_of(api_app_factory(conninfo).test_client(), query) for query in queries]
+    first = api_app_factory(conninfo).test_client()
+    read = [facets_of(first, query) for query in queries]
+    first.application.extensions["registry_db"].close()  # its connections, not at the run's end
     load_records(conninfo, graph.records)  # generation 2, the same graph
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("ALTER TABLE graph.origin_search DROP COLUMN combo, DROP COLUMN station")
