@@ -4,13 +4,14 @@
 -- the load), the page (offset+1 .. offset+limit by origin id: one JSON array text), n's
 -- previous and the net counts.
 -- The page's rows come from one of three branches, the other two cut off by their one-time
--- filters: since n's oldest since, the rows with lo = since, a range of net_changes_lo_idx;
--- since n - 1, those with until = n, a range of net_changes_until_idx (migration 005); any
+-- filters: since n's oldest since, the rows numbered offset+1 .. offset+limit, a range of
+-- net_changes_pos_idx (migration 006), so that every page costs what the first does; since
+-- n - 1, the rows with until = n, a range of net_changes_until_idx (migration 005); any
 -- other since, the planner's pick, such as net_changes' primary key filtered on the since.
--- Each branch yields its first offset+limit rows in id order, merged without a sort, so the
--- last page of the first two walks their own rows only, not all of n's. The oldest since is
--- written out (a call of registry_meta.oldest_since is planned again at each use) and kept
--- apart (OFFSET 0) so that it is computed once.
+-- Each of the last two yields its first offset+limit rows in id order, merged without a
+-- sort, so the last page of since n - 1 walks its own rows only, not all of n's. The
+-- oldest since is written out (a call of registry_meta.oldest_since is planned again at
+-- each use) and kept apart (OFFSET 0) so that it is computed once.
 -- Each row of the page then finds its records by change_log's primary key (id, generation):
 -- the version's at until, and the record at n at last, the same row when until = last (an
 -- origin changed once since), read once (net_change_json, migration 004). The lookups are
@@ -48,24 +49,25 @@ CROSS JOIN LATERAL (
                ',' ORDER BY q.id), '') || ']' AS records
     FROM ((SELECT x.id, x.until, x.last, x.kind, x.blocks
            FROM registry_meta.net_changes AS x
-           WHERE x.generation = i.generation AND x.lo = %(since)s::bigint
-             AND %(since)s::bigint = o.since
-           ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
+           WHERE x.generation = i.generation AND x.pos > %(offset)s::bigint
+             AND x.pos <= %(offset)s::bigint + %(limit)s::integer
+             AND %(since)s::bigint = o.since)
           UNION ALL
-          (SELECT x.id, x.until, x.last, x.kind, x.blocks
-           FROM registry_meta.net_changes AS x
-           WHERE x.generation = i.generation AND x.until = i.generation
-             AND %(since)s::bigint = i.generation - 1 AND %(since)s::bigint <> o.since
-           ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
-          UNION ALL
-          (SELECT x.id, x.until, x.last, x.kind, x.blocks
-           FROM registry_meta.net_changes AS x
-           WHERE x.generation = i.generation
-             AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
-             AND %(since)s::bigint <> o.since AND %(since)s::bigint <> i.generation - 1
-           ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
-          ORDER BY id
-          OFFSET %(offset)s::bigint LIMIT %(limit)s::integer) AS q
+          (SELECT r.id, r.until, r.last, r.kind, r.blocks
+           FROM ((SELECT x.id, x.until, x.last, x.kind, x.blocks
+                  FROM registry_meta.net_changes AS x
+                  WHERE x.generation = i.generation AND x.until = i.generation
+                    AND %(since)s::bigint = i.generation - 1 AND %(since)s::bigint <> o.since
+                  ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
+                 UNION ALL
+                 (SELECT x.id, x.until, x.last, x.kind, x.blocks
+                  FROM registry_meta.net_changes AS x
+                  WHERE x.generation = i.generation
+                    AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
+                    AND %(since)s::bigint <> o.since AND %(since)s::bigint <> i.generation - 1
+                  ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
+                 ORDER BY id
+                 OFFSET %(offset)s::bigint LIMIT %(limit)s::integer) AS r)) AS q
     CROSS JOIN LATERAL (
         SELECT v.before, v.after
         FROM registry_meta.change_log AS v

@@ -728,7 +728,9 @@ def test_a_page_since_the_oldest_or_the_previous_walks_its_own_rows_in_order(
     n), a page is a range of an index in id order: it sorts nothing and reads no row that
     answers another since (of its kind, for the oldest since), not a walk of all of
     generation n's rows; unfiltered, or of one kind since the oldest since, it reads the rows
-    up to its own last one and no further (the first page 50 rows, not the whole range)."""
+    up to its own last one and no further (the first page 50 rows, not the whole range), and
+    unfiltered since the oldest since, its own rows only (the last page as the first:
+    migration 006 numbers them)."""
     filters: dict[str, Any] = CASES[path]
     _, page = list_changes_since(chain, filters, since, 50, 0)
     offset = (max(1, -(-page.total // 50)) - 1) * 50 if last else 0
@@ -739,6 +741,8 @@ def test_a_page_since_the_oldest_or_the_previous_walks_its_own_rows_in_order(
     assert not sorted_rows(plan), outline(plan)
     exact = path == "all" or (path == "kind" and since == OLDEST)
     bound = min(offset + 50, page.total) if exact else own_rows(chain, filters, since)
+    if path == "all" and since == OLDEST:
+        bound = min(50, page.total - offset)
     walks = net_change_walks(plan)
     assert walks and sum(read for _, read in walks) <= bound, (
         f"{walks} over {bound}:\n{outline(plan)}"

@@ -16,6 +16,8 @@ from registry.database.changes import oldest_since
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
 from registry.database.repository import get_schema_state
 from registry.loader import statements
+from registry.loader.demo import write_demo_document
+from registry.loader.demo_twin import write_twin_document
 from registry.loader.loading import LoadResult, load_document
 from registry.settings import SettingsError, keep_changes, load_settings, settings_from_environ
 
@@ -239,7 +241,11 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
     with psycopg.connect(conninfo, autocommit=True) as conn:
         as_before_migration_4(conn)
         assert get_schema_state(conn)["graph_version"] == 3
-        assert apply_migrations(conn) == ["004_change_log", "005_net_change_ranges"]
+        assert apply_migrations(conn) == [
+            "004_change_log",
+            "005_net_change_ranges",
+            "006_net_change_places",
+        ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
         assert kept_change_sets(conn) == [2, 3]
@@ -257,3 +263,76 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
         assert kept_change_sets(conn) == [2, 3, 4]
         assert net(conn, 1, 4) == {}
         assert net(conn, 2, 4) == {ALPHA: ("changed", ["origin"])}
+
+
+# Migration 006: the rows of each kept generation's net changes since its oldest since carry
+# their place in id order (pos), so that any page of them is a range of net_changes_pos_idx.
+
+
+def places_are_exact(conn: psycopg.Connection) -> int:
+    """Assert that in every generation with net changes, the rows numbered are exactly those
+    of its oldest since, numbered 1, 2, ... in id order; return how many rows are numbered."""
+    rows = conn.execute(
+        "SELECT x.generation, x.id::text, x.pos, x.lo = registry_meta.oldest_since(x.generation)"
+        " FROM registry_meta.net_changes AS x ORDER BY x.generation, x.id"
+    ).fetchall()
+    numbered: dict[int, list[tuple[str, int]]] = {}
+    for generation, origin, pos, of_oldest in rows:
+        assert (pos is not None) == of_oldest, (generation, origin, pos)
+        if of_oldest:
+            numbered.setdefault(generation, []).append((origin, pos))
+    for generation, places in numbered.items():
+        assert [pos for _, pos in places] == list(range(1, len(places) + 1)), generation
+    return sum(len(places) for places in numbered.values())
+
+
+def chain_documents(count: int) -> list[bytes]:
+    """A demo graph of 60 origins, then count - 1 twins of it (each undoing the one before)."""
+    documents = []
+    with io.BytesIO() as demo:
+        write_demo_document(demo, 60, 3)
+        documents.append(demo.getvalue())
+    for step in range(1, count):
+        with io.BytesIO() as twin:
+            write_twin_document(twin, 60, 3, 0.2 + step / 100)
+            documents.append(twin.getvalue())
+    return documents
+
+
+def test_the_net_changes_since_the_oldest_since_are_numbered_as_retention_moves_it(
+    database_factory: Callable[[], str],
+) -> None:
+    """Each load numbers the rows of its oldest since; each dropped change set raises the
+    oldest since of the generations kept and numbers their rows again (rows that began
+    before it and after it alike), so the numbers stay 1, 2, ... in id order."""
+    conninfo = database_factory()
+    for generation, payload in enumerate(chain_documents(6), 1):
+        load(conninfo, payload, keep=2, changes=3)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            numbered = places_are_exact(conn)
+            assert generation == 1 or numbered > 0, generation
+            if generation >= 5:
+                assert oldest_since(conn, generation) == generation - 3
+
+
+def as_before_migration_6(conn: psycopg.Connection) -> None:
+    """Put the database back as the code before migration 006 left it (no places)."""
+    conn.execute("ALTER TABLE registry_meta.net_changes DROP COLUMN pos")
+    conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 6")
+    for (schema,) in conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname ~ '^graph(_g[0-9]+)?$'"
+    ).fetchall():
+        conn.execute(f"UPDATE {schema}.graph_info SET schema_version = 5")
+
+
+def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
+    database_factory: Callable[[], str],
+) -> None:
+    conninfo = database_factory()
+    for payload in chain_documents(5):
+        load(conninfo, payload, keep=2, changes=3)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        as_before_migration_6(conn)
+        assert apply_migrations(conn) == ["006_net_change_places"]
+        assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
+        assert places_are_exact(conn) > 0

@@ -478,5 +478,9 @@ def test_the_reader_may_read_the_kept_change_sets(graph_db, new_role):
     with psycopg.connect(graph_db, autocommit=True) as conn:
         drop_change_log(conn)
         conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 4")
-        assert apply_migrations(conn) == ["004_change_log", "005_net_change_ranges"]
+        assert apply_migrations(conn) == [
+            "004_change_log",
+            "005_net_change_ranges",
+            "006_net_change_places",
+        ]
     _reads_the_kept_change_sets(graph_db, role)
