@@ -34,6 +34,7 @@ so no migration rewrites the generations already kept.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,9 @@ import psycopg
 
 from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
 from registry.database.repository import (
+    ALL_COMBOS,
     ALLOCATED,
+    FLAG_FILTER_VALUES,
     FLAG_FILTERS,
     GOVERNED,
     HELD,
@@ -49,6 +52,7 @@ from registry.database.repository import (
     TRANSPORT_BITS,
     TRANSPORT_SHIFT,
     filter_params,
+    matching_combos,
 )
 
 _OF_ALL = "origins/count_facets_of_all"
@@ -128,6 +132,21 @@ def flag_key(filters: dict[str, Any]) -> str:
             value = "true" if value else "false"
         values.append("" if value is None else value)
     return "|".join(values)
+
+
+def facet_key_combos() -> dict[str, list[int]]:
+    """Every combination of flag filter values (each value, or not given) by its flag_key,
+    with the flag combinations it admits, as matching_combos gives them to the listing: the
+    load ranks the network_id and station_id facets per key from these
+    (load/create_facet_key_combos.sql), so that the load and the listing cannot disagree."""
+    keys = {}
+    choices = [(None, *FLAG_FILTER_VALUES[name]) for name in FLAG_FILTERS]
+    for values in itertools.product(*choices):
+        given = zip(FLAG_FILTERS, values, strict=True)
+        filters = {name: value for name, value in given if value is not None}
+        combos = matching_combos(filters)
+        keys[flag_key(filters)] = list(ALL_COMBOS) if combos is None else combos
+    return keys
 
 
 def _has_counts(conn: psycopg.Connection, schema: str, generation: int) -> tuple[bool, bool]:

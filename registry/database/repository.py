@@ -93,6 +93,15 @@ FLAG_FILTERS = (
     "transport",
     "has_presentations",
 )
+# The values each flag filter takes, parsed (schemas/params.py checks the query string; the
+# load ranks a facet for every combination of them: facets.facet_key_combos).
+FLAG_FILTER_VALUES: dict[str, tuple[Any, ...]] = {
+    "governance_state": ("governed", "ungoverned"),
+    "allocation_state": ("allocated", "unallocated"),
+    "publication_status": ("published", "held"),
+    "transport": tuple(TRANSPORT_BITS),
+    "has_presentations": (True, False),
+}
 
 
 def matching_combos(filters: dict[str, Any]) -> list[int] | None:

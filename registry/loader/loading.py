@@ -343,6 +343,9 @@ def _build_read_model(
                     beside.take("origin_doc_hashes")
             elif step == "search_indexes":
                 statements.add_search_indexes(conn)
+            elif step == "load/build_filter_counts":
+                statements.create_facet_key_combos(conn)
+                conn.execute(QUERIES[step])
             else:
                 conn.execute(QUERIES[step])
             progress.advance(1)

@@ -14,6 +14,7 @@ import orjson
 import psycopg
 from psycopg import errors, sql
 
+from registry.database.facets import facet_key_combos
 from registry.database.generations import schema_name
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.queries import QUERIES
@@ -97,6 +98,15 @@ def copy_sources(conn: psycopg.Connection, render: OriginRender) -> None:
         with open(path, "wb") as target, conn.cursor() as cur, cur.copy(QUERIES[name]) as copy:
             for chunk in copy:
                 target.write(chunk)
+
+
+def create_facet_key_combos(conn: psycopg.Connection) -> None:
+    """The flag filter keys and the combinations each admits, for the facet rankings
+    (load/build_filter_counts.sql), from the function the listing filters with."""
+    conn.execute(
+        QUERIES["load/create_facet_key_combos"],
+        {"keys": orjson.dumps(facet_key_combos()).decode()},
+    )
 
 
 def store_rendered(conn: psycopg.Connection, render: OriginRender) -> None:

@@ -48,36 +48,19 @@ CREATE INDEX facet_combo_counts_station_idx ON facet_combo_counts (station)
 -- joined by '|'; registry/database/facets.py flag_key writes the same), the first 101
 -- networks (null: no network) by origins matching, as the facet ranks them. Summing the
 -- networks' counts at request time would read a row per network and combination.
--- facet_keys lists every key with the flag combinations it admits (combos) and the `set` of
--- those the graph holds, which network_facet_tops is ranked by; a key this generation does
--- not know (one written by a later layout of the flags) is counted from origin_rows rather
--- than read as no network.
+-- facet_keys lists every key with the flag combinations it admits (combos, as the listing's
+-- filters admit them: facet_key_combos, written by the loader from the service's own
+-- function, create_facet_key_combos.sql) and the `set` of those the graph holds, which
+-- network_facet_tops is ranked by; a key this generation does not know (one written by a
+-- later layout of the flags) is counted from origin_rows rather than read as no network.
 CREATE TABLE facet_keys AS
-WITH keyed AS (
-    SELECT concat_ws('|', g.v, a.v, p.v, t.v, h.v) AS key,
-           coalesce(array_agg(c.combo::smallint ORDER BY c.combo)
-                        FILTER (WHERE c.combo IS NOT NULL), '{}') AS combos
-    FROM (VALUES (''), ('governed'), ('ungoverned')) AS g (v)
-    CROSS JOIN (VALUES (''), ('allocated'), ('unallocated')) AS a (v)
-    CROSS JOIN (VALUES (''), ('published'), ('held')) AS p (v)
-    CROSS JOIN (VALUES (''), ('iptv'), ('ovp'), ('ota'), ('fast')) AS t (v)
-    CROSS JOIN (VALUES (''), ('true'), ('false')) AS h (v)
-    LEFT JOIN generate_series(0, 255) AS c (combo)
-    -- The same tests as registry/database/repository.py _combos_for, on the same bits.
-      ON (g.v = '' OR ((c.combo & 1) <> 0) = (g.v = 'governed'))
-     AND (a.v = '' OR ((c.combo & 2) <> 0) = (a.v = 'allocated'))
-     AND (p.v = '' OR (c.combo & CASE p.v WHEN 'published' THEN 4 ELSE 8 END) <> 0)
-     AND (t.v = '' OR (c.combo & (CASE t.v WHEN 'iptv' THEN 1 WHEN 'ovp' THEN 2
-                                           WHEN 'ota' THEN 4 ELSE 8 END << 4)) <> 0)
-     AND (h.v = '' OR ((c.combo >> 4) <> 0) = (h.v = 'true'))
-    GROUP BY 1
-), present AS (
+WITH present AS (
     -- The combinations the graph holds among each key's: keys that admit the same ones
     -- (405 keys, 90 sets in the demo graph) share one ranking, set.
     SELECT k.key, k.combos,
            coalesce(array_agg(c.combo ORDER BY c.combo) FILTER (WHERE c.combo IS NOT NULL),
                     '{}') AS present
-    FROM keyed AS k
+    FROM facet_key_combos AS k
     LEFT JOIN combo_counts AS c ON c.combo = ANY (k.combos)
     GROUP BY k.key, k.combos
 )
@@ -85,6 +68,7 @@ SELECT key, combos, present, dense_rank() OVER (ORDER BY present)::integer AS se
 FROM present;
 
 ALTER TABLE facet_keys ADD PRIMARY KEY (key);
+DROP TABLE facet_key_combos;
 
 CREATE TABLE network_facet_tops AS
 WITH sets AS (
