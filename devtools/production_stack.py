@@ -106,9 +106,10 @@ def start_gunicorn(
     workers: int | None = None,
     port: int | None = None,
     app: str = "wsgi:app",
+    code: Path = REPO,
 ) -> Gunicorn:
-    """gunicorn wsgi:app (or another app) from the repository root on port (a free one by
-    default); returns once it answers."""
+    """gunicorn wsgi:app (or another app) from the repository root (or from code, another
+    checkout of it) on port (a free one by default); returns once it answers."""
     listener: socket.socket | None = None
     if port is None:
         # No free port looked up and let go (another process could take it before gunicorn
@@ -131,6 +132,8 @@ def start_gunicorn(
     else:
         bind = f"127.0.0.1:{port}"
     env = {**os.environ, "REGISTRY_BIND": bind, **env_extra}
+    if code != REPO:
+        env["PYTHONPATH"] = str(code)
     if workers is not None:
         env["REGISTRY_WORKERS"] = str(workers)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +141,7 @@ def start_gunicorn(
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", app],
-                cwd=REPO,
+                cwd=code,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
