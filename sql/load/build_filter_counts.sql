@@ -111,17 +111,18 @@ WITH sets AS (
     SELECT coalesce((SELECT total
                      FROM (SELECT DISTINCT network, total FROM facet_network_combos) AS t
                      ORDER BY total DESC OFFSET 100 LIMIT 1), 0) AS total
+), leader_rows AS MATERIALIZED (
+    -- Their rows (a few per network), read once rather than once per set.
+    SELECT p.network, p.combo, p.n FROM facet_network_combos AS p
+    WHERE p.total >= (SELECT total FROM leaders)
 ), bounds AS MATERIALIZED (
     -- Per set, L: the 101st largest count among those networks (0 when fewer than 101 of
     -- them have any origin in the set, and then every network is summed).
     SELECT s.set, s.present,
            coalesce((SELECT l.n
                      FROM (SELECT sum(p.n) AS n
-                           FROM unnest(s.present) AS m (combo)
-                           CROSS JOIN LATERAL (
-                               SELECT p.network, p.n FROM facet_network_combos AS p
-                               WHERE p.combo = m.combo AND p.total >= (SELECT total FROM leaders)
-                           ) AS p
+                           FROM leader_rows AS p
+                           WHERE p.combo = ANY (s.present)
                            GROUP BY p.network) AS l
                      ORDER BY l.n DESC OFFSET 100 LIMIT 1), 0)::bigint AS bound
     FROM sets AS s
