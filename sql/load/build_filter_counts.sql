@@ -70,27 +70,84 @@ FROM present;
 ALTER TABLE facet_keys ADD PRIMARY KEY (key);
 DROP TABLE facet_key_combos;
 
+-- Ranked without summing every network in every set: at 1,000,000 origins (53,104 networks)
+-- that was 4.8 million (set, network) sums to keep 90 x 101 rows. No network has more
+-- origins in a set than in all (its total), so once 101 networks have at least L origins in
+-- a set, a network whose total is below L has 101 others strictly ahead of it, whatever the
+-- tie-break, and cannot be among the set's first 101. L is taken from the 101 networks with
+-- the largest totals (any 101 networks would give a true bound; these give a high one), and
+-- only the networks whose total reaches it are summed and ranked, exactly as before.
+--
+-- Networks by number (network_numbers: in id order, as the facet breaks ties), no network
+-- as the number after the last: joins and ties need no null-safe comparisons, and it ranks
+-- last among equal counts as null did. The ids are joined back at the end. Each row of a
+-- network carries its total, so the index reads a combination's rows of the networks whose
+-- total reaches a bound as one range; the table is dropped once ranked.
+CREATE TABLE facet_network_combos AS
+WITH per_network AS (
+    SELECT k.number AS network, c.combo, c.n
+    FROM network_combo_counts AS c
+    JOIN network_numbers AS k ON k.id = c.network_id
+    UNION ALL
+    SELECT (SELECT coalesce(max(number), 0) + 1 FROM network_numbers), c.combo, sum(c.n)
+    FROM facet_combo_counts AS c
+    WHERE c.network_id IS NULL
+    GROUP BY c.combo
+)
+SELECT network, combo, n::bigint AS n, (sum(n) OVER (PARTITION BY network))::bigint AS total
+FROM per_network;
+
+CREATE INDEX facet_network_combos_idx ON facet_network_combos (combo, total DESC)
+    INCLUDE (network, n);
+ANALYZE facet_network_combos;
+
 CREATE TABLE network_facet_tops AS
 WITH sets AS (
     SELECT DISTINCT set, present FROM facet_keys
-), per_network AS (
-    SELECT c.network_id, c.combo, c.n FROM network_combo_counts AS c
-    UNION ALL
-    SELECT NULL, c.combo, sum(c.n) FROM facet_combo_counts AS c
-    WHERE c.network_id IS NULL GROUP BY c.combo
-), summed AS (
-    SELECT s.set, p.network_id, sum(p.n)::bigint AS n
+), leaders AS MATERIALIZED (
+    -- The 101st largest total (0 with fewer networks): the networks whose total reaches it
+    -- are the 101 largest, or more on ties, which gives a bound as true. Materialized, as
+    -- bounds is: inlined, the planner would compute them again for every row they filter.
+    SELECT coalesce((SELECT total
+                     FROM (SELECT DISTINCT network, total FROM facet_network_combos) AS t
+                     ORDER BY total DESC OFFSET 100 LIMIT 1), 0) AS total
+), leader_rows AS MATERIALIZED (
+    -- Their rows (a few per network), read once rather than once per set.
+    SELECT p.network, p.combo, p.n FROM facet_network_combos AS p
+    WHERE p.total >= (SELECT total FROM leaders)
+), bounds AS MATERIALIZED (
+    -- Per set, L: the 101st largest count among those networks (0 when fewer than 101 of
+    -- them have any origin in the set, and then every network is summed).
+    SELECT s.set, s.present,
+           coalesce((SELECT l.n
+                     FROM (SELECT sum(p.n) AS n
+                           FROM leader_rows AS p
+                           WHERE p.combo = ANY (s.present)
+                           GROUP BY p.network) AS l
+                     ORDER BY l.n DESC OFFSET 100 LIMIT 1), 0)::bigint AS bound
     FROM sets AS s
-    CROSS JOIN unnest(s.present) AS m (combo)
-    JOIN per_network AS p ON p.combo = m.combo
-    GROUP BY s.set, p.network_id
+), summed AS (
+    -- The candidates' exact counts: per combination of the set, only the rows of networks
+    -- whose total reaches L, read as a range of the index.
+    SELECT b.set, p.network, sum(p.n)::bigint AS n
+    FROM bounds AS b
+    CROSS JOIN unnest(b.present) AS m (combo)
+    CROSS JOIN LATERAL (
+        SELECT p.network, p.n FROM facet_network_combos AS p
+        WHERE p.combo = m.combo AND p.total >= b.bound
+    ) AS p
+    GROUP BY b.set, p.network
 ), ranked AS (
-    SELECT set, network_id, n,
-           row_number() OVER (PARTITION BY set
-                              ORDER BY n DESC, network_id COLLATE "C" NULLS LAST) AS rank
+    SELECT set, network, n,
+           row_number() OVER (PARTITION BY set ORDER BY n DESC, network) AS rank
     FROM summed
 )
-SELECT set, network_id, n, rank::integer AS rank FROM ranked WHERE rank <= 101;
+SELECT r.set, k.id AS network_id, r.n, r.rank::integer AS rank
+FROM ranked AS r
+LEFT JOIN network_numbers AS k ON k.number = r.network
+WHERE r.rank <= 101;
+
+DROP TABLE facet_network_combos;
 
 CREATE INDEX network_facet_tops_idx ON network_facet_tops (set, rank) INCLUDE (network_id, n);
 
