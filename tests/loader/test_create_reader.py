@@ -36,12 +36,18 @@ def create_reader(
     )
 
 
-@pytest.fixture
-def graph_db(database_factory: Callable[[], str], example_document: bytes) -> str:
-    """A database holding the worked example."""
+@pytest.fixture(scope="module")
+def example_template(database_factory: Callable[..., str], example_document: bytes) -> str:
+    """The worked example, loaded once for the module: each test gets a copy of it."""
     conninfo = database_factory()
     load_records(conninfo, example_document)
     return conninfo
+
+
+@pytest.fixture
+def graph_db(database_factory: Callable[..., str], example_template: str) -> str:
+    """A database of its own holding the worked example (a test grants and revokes in it)."""
+    return database_factory(template=example_template)
 
 
 @pytest.fixture
