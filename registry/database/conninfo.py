@@ -137,7 +137,10 @@ def session_options(settings: Mapping[str, Any]) -> str:
 
     No parallel query: every request is a short statement and many run at once, so starting
     parallel workers per statement only adds latency (measured: a flag-filtered page at
-    1,000,000 origins spent most of its time in Gather).
+    1,000,000 origins spent most of its time in Gather). No JIT, for the same reason: a
+    statement the planner prices above jit_above_cost (an export of changes since m at
+    300,000 origins, 3,030 lines) compiled 40 functions first, 102 to 124 ms against 50 to
+    68 ms without (docs/performance.md).
     """
     return (
         "-c default_transaction_read_only=on"
@@ -145,6 +148,7 @@ def session_options(settings: Mapping[str, Any]) -> str:
         " -c idle_in_transaction_session_timeout="
         f"{int(settings['REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS'])}"
         " -c max_parallel_workers_per_gather=0"
+        " -c jit=off"
     )
 
 
@@ -161,6 +165,7 @@ def request_settings(settings: Mapping[str, Any]) -> dict[str, str]:
             int(settings["REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS"])
         ),
         "max_parallel_workers_per_gather": "0",
+        "jit": "off",
     }
 
 
