@@ -41,7 +41,7 @@ TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 LONGEST_FIRST = (
     "tests/e2e/test_nginx_exports.py",  # 160
     "tests/e2e/test_export_capacity.py",  # 150
-    "tests/api/test_query_plans.py",  # 100 (one 100,000-origin graph and two twins)
+    "tests/api/test_query_plans.py",  # 70 (one 40,000-origin graph and three twins)
     "tests/api/test_schemathesis.py",  # 65
     "tests/properties/test_catchup_sweep.py",  # 41
     "tests/properties/test_catchup_chain.py",  # 37
