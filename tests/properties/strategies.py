@@ -8,6 +8,8 @@ order differs from text order; ids mix cases and scripts so that collation matte
 
 from __future__ import annotations
 
+import math
+import os
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +29,27 @@ PROPERTY_SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+# The share of each property's examples a run draws: 1 (all) unless
+# REGISTRY_PROPERTY_EXAMPLES_SHARE says less. CI's second run (make test-db, on the machine's
+# PostgreSQL 15) draws half: it checks every property on a second server, on fresh examples
+# each run, while the first run (make test) draws them all; the second run's property tests
+# were about 290 of its 860 process seconds, on a run that must share two cores with make test
+# (docs/ci.md).
+EXAMPLES_SHARE = "REGISTRY_PROPERTY_EXAMPLES_SHARE"
+
+
+def examples(count: int) -> int:
+    """count, scaled by REGISTRY_PROPERTY_EXAMPLES_SHARE (0 < share <= 1), never below 1."""
+    raw = os.environ.get(EXAMPLES_SHARE, "1")
+    try:
+        share = float(raw)
+    except ValueError:
+        share = math.nan
+    if not 0 < share <= 1:
+        raise ValueError(f"{EXAMPLES_SHARE}={raw!r}: give a share above 0 and at most 1")
+    return max(1, round(count * share))
+
 
 # Case pairs; letters whose case folding is not one-to-one: sharp s and capital sharp s
 # (fold to "ss"), long s and the Kelvin sign (fold onto ASCII s and k), Greek sigma with its

@@ -38,7 +38,7 @@ from tests.properties.catchup_support import (
 )
 from tests.properties.change_model import counts, csv_row, matching
 from tests.properties.model import Record
-from tests.properties.strategies import PROPERTY_SETTINGS
+from tests.properties.strategies import PROPERTY_SETTINGS, examples
 from tests.properties.test_change_set import change_queries
 from tests.properties.test_export_listing import expected_row
 
@@ -125,7 +125,7 @@ def check_error(response: Any, status: int, expected: Any) -> None:
         assert body == expected
 
 
-@settings(PROPERTY_SETTINGS, max_examples=12)
+@settings(PROPERTY_SETTINGS, max_examples=examples(12))
 @given(chain=load_chains(), limit=st.integers(1, 4), query=change_queries())
 def test_changes_since_every_kept_generation_rebuild_the_newest(
     catchup_graph: CatchupGraph, chain: list[list[Record]], limit: int, query: dict[str, str]

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tests.api.api_support import parse_links
 from tests.properties.catchup_support import CatchupGraph, changes_url, load_chains
 from tests.properties.model import Record
-from tests.properties.strategies import PROPERTY_SETTINGS
+from tests.properties.strategies import PROPERTY_SETTINGS, examples
 
 KEEP_GENERATIONS, KEEP_CHANGES = 2, 3
 
@@ -92,7 +92,7 @@ def allowed_gone(graph: CatchupGraph, m: int, n: int) -> list[dict[str, Any]]:
     return allowed
 
 
-@settings(PROPERTY_SETTINGS, max_examples=15)
+@settings(PROPERTY_SETTINGS, max_examples=examples(15))
 @given(case=since_sweeps())
 def test_a_sweep_of_since_reads_one_answer_exactly_once(
     sweep_graph: CatchupGraph, case: SinceSweep

@@ -47,6 +47,7 @@ from tests.properties.strategies import (
     PROPERTY_SETTINGS,
     allocation_records,
     carriage_records,
+    examples,
     graph_documents,
     optional,
     words,
@@ -356,7 +357,7 @@ def change_queries(draw: st.DrawFn) -> dict[str, str]:
     return query
 
 
-@settings(PROPERTY_SETTINGS, max_examples=40)
+@settings(PROPERTY_SETTINGS, max_examples=examples(40))
 @given(pair=document_pairs(), query=change_queries())
 def test_every_load_changes_what_the_model_says(
     changes_graph: ChangesGraph,

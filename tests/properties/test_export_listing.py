@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.properties.model import Record, RegistryModel, parse_filters
-from tests.properties.strategies import PROPERTY_SETTINGS, graph_documents, listing_cases
+from tests.properties.strategies import PROPERTY_SETTINGS, examples, graph_documents, listing_cases
 
 if TYPE_CHECKING:
     from tests.properties.conftest import LoadedGraph
@@ -72,7 +72,7 @@ def expected_row(record: dict[str, Any]) -> list[str]:
     ]
 
 
-@settings(PROPERTY_SETTINGS, max_examples=30)
+@settings(PROPERTY_SETTINGS, max_examples=examples(30))
 @given(case=listing_cases())
 def test_exports_stream_the_models_listing(
     registry_graph: LoadedGraph, case: tuple[list[dict[str, Any]], list[tuple[dict[str, str], int]]]
@@ -143,7 +143,7 @@ def awkward_documents(draw: st.DrawFn) -> list[Record]:
     return records
 
 
-@settings(PROPERTY_SETTINGS, max_examples=30)
+@settings(PROPERTY_SETTINGS, max_examples=examples(30))
 @given(records=awkward_documents())
 def test_csv_rows_are_the_records_rows_whatever_the_text(
     registry_graph: LoadedGraph, records: list[Record]

@@ -31,6 +31,7 @@ from tests.properties.strategies import (
     LIMITS,
     PROPERTY_SETTINGS,
     Record,
+    examples,
     graph_documents,
     listing_filters,
 )
@@ -116,7 +117,7 @@ SWEEPS: dict[str, Callable[..., Swept]] = {"pages": sweep_by_links}
 
 
 @pytest.mark.parametrize("name", sorted(SWEEPS))
-@settings(PROPERTY_SETTINGS, max_examples=60)
+@settings(PROPERTY_SETTINGS, max_examples=examples(60))
 @given(case=sweep_cases())
 def test_a_sweep_reads_one_generation_exactly_once(
     registry_graph: LoadedGraph, name: str, case: SweepCase

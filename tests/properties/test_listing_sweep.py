@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import event, given, settings
 
 from tests.properties.model import FACET_SIZE_DEFAULT, RegistryModel, page_block, parse_filters
-from tests.properties.strategies import PROPERTY_SETTINGS, faceted_listing_cases
+from tests.properties.strategies import PROPERTY_SETTINGS, examples, faceted_listing_cases
 
 if TYPE_CHECKING:
     from tests.properties.conftest import LoadedGraph
@@ -73,7 +73,7 @@ def sweep(graph: LoadedGraph, model: RegistryModel, query: dict[str, str], limit
     assert len(set(swept)) == len(swept)
 
 
-@settings(PROPERTY_SETTINGS, max_examples=100)
+@settings(PROPERTY_SETTINGS, max_examples=examples(100))
 @given(case=faceted_listing_cases())
 def test_sweeping_every_page_returns_the_models_listing(
     registry_graph: LoadedGraph, case: tuple[list[dict[str, Any]], list[tuple[dict[str, str], int]]]

@@ -19,6 +19,7 @@ from tests.properties.strategies import (
     ADDRESS_NETWORKS,
     ADDRESS_STATIONS,
     PROPERTY_SETTINGS,
+    examples,
     graph_documents,
 )
 
@@ -60,7 +61,7 @@ def assert_not_found(graph: LoadedGraph, path: str) -> None:
     assert isinstance(body["error"], str) and body["error"]
 
 
-@settings(PROPERTY_SETTINGS, max_examples=40)
+@settings(PROPERTY_SETTINGS, max_examples=examples(40))
 @given(records=graph_documents(), strangers=st.lists(st.uuids(), max_size=2))
 def test_every_origin_is_found_by_each_id_form_and_by_its_address(
     registry_graph: LoadedGraph, records: list[dict[str, Any]], strangers: list[uuid.UUID]
@@ -94,7 +95,7 @@ def test_every_origin_is_found_by_each_id_form_and_by_its_address(
         assert_not_found(registry_graph, f"/registry/addresses/{network}.{station}.{channel}")
 
 
-@settings(PROPERTY_SETTINGS, max_examples=15)
+@settings(PROPERTY_SETTINGS, max_examples=examples(15))
 @given(records=graph_documents(max_origins=5))
 def test_names_that_are_not_origin_ids_or_addresses_are_not_found(
     registry_graph: LoadedGraph, records: list[dict[str, Any]]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import given, settings
 
 from tests.properties.model import RegistryModel
-from tests.properties.strategies import PROPERTY_SETTINGS, graph_documents
+from tests.properties.strategies import PROPERTY_SETTINGS, examples, graph_documents
 
 if TYPE_CHECKING:
     from tests.properties.conftest import LoadedGraph
@@ -24,7 +24,7 @@ def without_generated_at(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-@settings(PROPERTY_SETTINGS, max_examples=60)
+@settings(PROPERTY_SETTINGS, max_examples=examples(60))
 @given(records=graph_documents())
 def test_summaries_count_what_the_model_counts(
     registry_graph: LoadedGraph, records: list[dict[str, Any]]
