@@ -392,16 +392,9 @@ def test_loads_during_an_export_on_the_standby_do_not_cut_it(cluster: Cluster):
     try:
         assert cluster.load(document).returncode == 0
         cluster.wait_for_replay()
-        wait_until_reads_on_standby(cluster)
-        app = cluster.apps[0]
-        headers = {"Authorization": f"Bearer {cluster.token()}", "Accept": "application/x-ndjson"}
-        client = SlowClient(app.port, "/registry/origins", headers)
-        assert client.status == 200
+        client = export_from_the_standby(cluster)
         assert client.head["registry-total"] == str(EXPORT_ORIGINS)
         exported = schema_name(int(client.head["registry-generation"]))
-        client.read_for(1)
-        # The export's transaction is on the standby, waiting on its reader.
-        assert exports_waiting_on(cluster.standby) == 1
         loading = threading.Event()
         loading.set()
         reader = threading.Thread(target=client.read_while, args=(loading.is_set,))
@@ -434,6 +427,27 @@ def test_loads_during_an_export_on_the_standby_do_not_cut_it(cluster: Cluster):
             client.reset()  # a failed run's export ends, so replay can catch up
         assert cluster.load(FIXTURES / "small-graph.jsonl").returncode == 0
         cluster.wait_for_replay()
+
+
+def export_from_the_standby(cluster: Cluster, attempts: int = 5) -> SlowClient:
+    """An NDJSON export of the origins, read for a second, whose transaction is on the standby.
+
+    The apps' lag limit here is 1 s (MAX_LAG_S): on a busy machine a standby a moment behind
+    sends a request to the primary, as the limit says it should (seen in a CI run with all
+    three suites at once: the export's session was not on the standby). That is the limit's
+    test, not this one's: such an export is ended and asked for again, a few times at most.
+    """
+    headers = {"Authorization": f"Bearer {cluster.token()}", "Accept": "application/x-ndjson"}
+    for _ in range(attempts):
+        wait_until_reads_on_standby(cluster)
+        client = SlowClient(cluster.apps[0].port, "/registry/origins", headers)
+        assert client.status == 200
+        client.read_for(1)
+        # The export's transaction is on the standby, waiting on its reader.
+        if exports_waiting_on(cluster.standby) == 1:
+            return client
+        client.reset()
+    raise AssertionError(f"no export of {attempts} stayed on the standby")
 
 
 def exports_waiting_on(server: PostgresServer) -> int:
