@@ -798,6 +798,33 @@ def test_an_export_since_m_streams_in_id_order_without_sorting(
     assert not scanned & (BIG_TABLES | CHANGE_TABLES), outline(plan)
 
 
+def line_function_calls(conn: psycopg.Connection[Any], query: str, params: Any) -> list[str]:
+    """What the plan's nodes compute by calling net_change_json or net_change_csv (migration
+    004) rather than their bodies, inlined: a call through the SQL function executor for every
+    line."""
+    row = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query, params).fetchone()
+    assert row is not None
+    outputs = [item for node in nodes(row[0][0]["Plan"]) for item in node.get("Output", ())]
+    return [item for item in outputs if "registry_meta.net_change_" in item]
+
+
+@pytest.mark.parametrize("column", ["line", "csv_line"])
+@pytest.mark.parametrize("path", list(CASES))
+def test_the_lines_since_m_are_built_in_the_statement(
+    chain: RecordingConnection, path: str, column: str
+) -> None:
+    """Every page and export of changes since m builds its lines inside its own statement:
+    the line functions are inlined (migration 007), not called once a line."""
+    query, page_params = statement_of(
+        chain, lambda: list_changes_since(chain, CASES[path], OLDEST, 50, 0)
+    )
+    page = line_function_calls(chain, query, page_params)
+    _, params = filter_path(CASES[path])
+    statement = change_statement(_EXPORT[path], "graph", column)
+    export = line_function_calls(chain, statement, {**params, "since": OLDEST})
+    assert (page, export) == ([], [])
+
+
 @pytest.mark.parametrize("since", [OLDEST, PREVIOUS], ids=["oldest-since", "previous"])
 @pytest.mark.parametrize("path", list(CASES))
 def test_an_export_since_the_oldest_or_the_previous_walks_its_own_rows_unsorted(

@@ -9,11 +9,14 @@ import threading
 import time
 from collections.abc import Callable
 
+import orjson
 import psycopg
 import pytest
 
-from registry.database.changes import oldest_since
+from registry.database.changes import change_statement, oldest_since
+from registry.database.generations import current_generation
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
+from registry.database.queries import QUERIES
 from registry.database.repository import get_schema_state
 from registry.loader import statements
 from registry.loader.demo import write_demo_document
@@ -245,6 +248,7 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
             "004_change_log",
             "005_net_change_ranges",
             "006_net_change_places",
+            "007_net_change_lines_inlined",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
@@ -333,6 +337,76 @@ def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
         load(conninfo, payload, keep=2, changes=3)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         as_before_migration_6(conn)
-        assert apply_migrations(conn) == ["006_net_change_places"]
+        assert apply_migrations(conn) == ["006_net_change_places", "007_net_change_lines_inlined"]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert places_are_exact(conn) > 0
+
+
+def as_before_migration_7(conn: psycopg.Connection) -> None:
+    """Put the database back as the code before migration 007 left it: the line functions as
+    migration 004 made them (IMMUTABLE, and the CSV one with a sub-select), never inlined."""
+    conn.execute(
+        "ALTER FUNCTION registry_meta.net_change_json(uuid, text, text[], text, text) IMMUTABLE"
+    )
+    made = QUERIES["migrations/004_change_log"]
+    start = made.index("CREATE FUNCTION registry_meta.net_change_csv(")
+    conn.execute(
+        "CREATE OR REPLACE" + made[start : made.index("$fn$;", start) + 5][len("CREATE") :]
+    )
+    conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 7")
+    for (schema,) in conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname ~ '^graph(_g[0-9]+)?$'"
+    ).fetchall():
+        conn.execute(f"UPDATE {schema}.graph_info SET schema_version = 6")
+
+
+def live(conn: psycopg.Connection) -> int:
+    """The live generation."""
+    stamp = current_generation(conn)
+    assert stamp is not None
+    return stamp.generation
+
+
+def line_functions_inlined(conn: psycopg.Connection) -> bool:
+    """Whether the export of the net changes since the live generation's oldest since builds
+    its lines in the statement, JSON and CSV (no call of a line function left in its plan)."""
+    since = oldest_since(conn, live(conn))
+    plans = [
+        conn.execute(
+            "EXPLAIN (VERBOSE, FORMAT JSON) "
+            + change_statement("changes/export_net_changes", "graph", column),
+            {"since": since},
+        ).fetchone()
+        for column in ("line", "csv_line")
+    ]
+    return not any(b"registry_meta.net_change_" in orjson.dumps(plan) for plan in plans)
+
+
+def export_lines(conn: psycopg.Connection) -> list[str]:
+    """The lines of that export, JSON and CSV."""
+    since = oldest_since(conn, live(conn))
+    return [
+        line
+        for column in ("line", "csv_line")
+        for (line,) in conn.execute(
+            change_statement("changes/export_net_changes", "graph", column), {"since": since}
+        ).fetchall()
+    ]
+
+
+def test_an_upgraded_database_builds_the_lines_of_net_changes_in_the_statement(
+    database_factory: Callable[[], str],
+) -> None:
+    conninfo = database_factory()
+    for payload in chain_documents(4):
+        load(conninfo, payload, keep=2, changes=3)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        lines = export_lines(conn)
+        assert lines and line_functions_inlined(conn)
+        as_before_migration_7(conn)
+        assert not line_functions_inlined(conn)
+        assert export_lines(conn) == lines
+        assert apply_migrations(conn) == ["007_net_change_lines_inlined"]
+        assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
+        assert line_functions_inlined(conn)
+        assert export_lines(conn) == lines

@@ -488,5 +488,6 @@ def test_the_reader_may_read_the_kept_change_sets(graph_db, new_role):
             "004_change_log",
             "005_net_change_ranges",
             "006_net_change_places",
+            "007_net_change_lines_inlined",
         ]
     _reads_the_kept_change_sets(graph_db, role)
