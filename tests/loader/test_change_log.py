@@ -319,14 +319,20 @@ def test_the_net_changes_since_the_oldest_since_are_numbered_as_retention_moves_
                 assert oldest_since(conn, generation) == generation - 3
 
 
-def as_before_migration_6(conn: psycopg.Connection) -> None:
-    """Put the database back as the code before migration 006 left it (no places)."""
-    conn.execute("ALTER TABLE registry_meta.net_changes DROP COLUMN pos")
-    conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 6")
+def as_of_version(conn: psycopg.Connection, version: int) -> None:
+    """Record the migrations after version as not applied, and the graphs kept as built by
+    that schema version."""
+    conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version > %s", (version,))
     for (schema,) in conn.execute(
         "SELECT nspname FROM pg_namespace WHERE nspname ~ '^graph(_g[0-9]+)?$'"
     ).fetchall():
-        conn.execute(f"UPDATE {schema}.graph_info SET schema_version = 5")
+        conn.execute(f"UPDATE {schema}.graph_info SET schema_version = {version}")
+
+
+def as_before_migration_6(conn: psycopg.Connection) -> None:
+    """Put the database back as the code before migration 006 left it (no places)."""
+    conn.execute("ALTER TABLE registry_meta.net_changes DROP COLUMN pos")
+    as_of_version(conn, 5)
 
 
 def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
@@ -353,11 +359,7 @@ def as_before_migration_7(conn: psycopg.Connection) -> None:
     conn.execute(
         "CREATE OR REPLACE" + made[start : made.index("$fn$;", start) + 5][len("CREATE") :]
     )
-    conn.execute("DELETE FROM registry_meta.schema_migrations WHERE version >= 7")
-    for (schema,) in conn.execute(
-        "SELECT nspname FROM pg_namespace WHERE nspname ~ '^graph(_g[0-9]+)?$'"
-    ).fetchall():
-        conn.execute(f"UPDATE {schema}.graph_info SET schema_version = 6")
+    as_of_version(conn, 6)
 
 
 def live(conn: psycopg.Connection) -> int:
