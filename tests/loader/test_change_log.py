@@ -249,6 +249,7 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
             "005_net_change_ranges",
             "006_net_change_places",
             "007_net_change_lines_inlined",
+            "008_change_log_in_line",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
@@ -343,7 +344,11 @@ def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
         load(conninfo, payload, keep=2, changes=3)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         as_before_migration_6(conn)
-        assert apply_migrations(conn) == ["006_net_change_places", "007_net_change_lines_inlined"]
+        assert apply_migrations(conn) == [
+            "006_net_change_places",
+            "007_net_change_lines_inlined",
+            "008_change_log_in_line",
+        ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert places_are_exact(conn) > 0
 
@@ -408,7 +413,72 @@ def test_an_upgraded_database_builds_the_lines_of_net_changes_in_the_statement(
         as_before_migration_7(conn)
         assert not line_functions_inlined(conn)
         assert export_lines(conn) == lines
-        assert apply_migrations(conn) == ["007_net_change_lines_inlined"]
+        assert apply_migrations(conn) == ["007_net_change_lines_inlined", "008_change_log_in_line"]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert line_functions_inlined(conn)
         assert export_lines(conn) == lines
+
+
+def records_out_of_line(conn: psycopg.Connection) -> int:
+    """How many chunks of change_log's records are in its TOAST table."""
+    toast = conn.execute(
+        "SELECT reltoastrelid::regclass::text FROM pg_class"
+        " WHERE oid = 'registry_meta.change_log'::regclass"
+    ).fetchone()
+    assert toast is not None
+    row = conn.execute(f"SELECT count(*) FROM {toast[0]}").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_change_log_row_keeps_its_records_in_line(database_factory: Callable[[], str]) -> None:
+    """A changed origin's row whose two records pass 2 KB keeps them in the row, not in
+    TOAST (migration 008), so each line of a since page or export is read with the row its
+    key finds."""
+    conninfo = database_factory()
+    for payload in chain_documents(3):
+        load(conninfo, payload)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        widest = conn.execute(
+            "SELECT max(octet_length(before) + octet_length(after))"
+            " FROM registry_meta.change_log WHERE kind = 'changed'"
+        ).fetchone()
+        assert widest is not None and widest[0] > 2100
+        assert records_out_of_line(conn) == 0
+
+
+def as_before_migration_8(conn: psycopg.Connection) -> None:
+    """Put the database back as the code before migration 008 left it: change_log's records
+    stored out of line past 128 bytes (migration 004), and its rows written so, as that code
+    wrote them."""
+    conn.execute("ALTER TABLE registry_meta.change_log SET (toast_tuple_target = 128)")
+    conn.execute(
+        "ALTER TABLE registry_meta.change_log"
+        " ALTER COLUMN before SET STORAGE EXTERNAL, ALTER COLUMN after SET STORAGE EXTERNAL"
+    )
+    conn.execute("UPDATE registry_meta.change_log SET before = before || '', after = after || ''")
+    as_of_version(conn, 7)
+
+
+def test_an_upgraded_database_keeps_the_records_of_later_loads_in_line(
+    database_factory: Callable[[], str],
+) -> None:
+    """The rows written before the upgrade stay as they are and read the same; the change
+    sets of later loads keep their records in their rows."""
+    conninfo = database_factory()
+    documents = chain_documents(4)
+    for payload in documents[:3]:
+        load(conninfo, payload)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        as_before_migration_8(conn)
+        out_of_line = records_out_of_line(conn)
+        assert out_of_line > 0
+        lines = export_lines(conn)
+        assert apply_migrations(conn) == ["008_change_log_in_line"]
+        assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
+        assert export_lines(conn) == lines
+        assert records_out_of_line(conn) == out_of_line
+    load(conninfo, documents[3])
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        assert records_out_of_line(conn) == out_of_line
+        assert export_lines(conn)
