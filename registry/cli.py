@@ -68,7 +68,7 @@ def _fraction(text: str) -> float:
 def command_db_upgrade(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db upgrade: apply migrations; publish an empty graph where there is none."""
     from registry.database.migrations import SCHEMA_VERSION
-    from registry.loader.loading import ensure_graph
+    from registry.loader.setup import ensure_graph
 
     with _connect(settings) as conn:
         created = ensure_graph(conn)
@@ -87,7 +87,7 @@ def command_db_url(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db is-empty: exit 0 when the database holds no origins, 1 otherwise."""
     from registry.database.queries import QUERIES
-    from registry.loader.loading import ensure_graph
+    from registry.loader.setup import ensure_graph
 
     with _connect(settings) as conn:
         ensure_graph(conn)
@@ -116,7 +116,7 @@ def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 def command_db_create_reader(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db create-reader ROLE: a login role that can SELECT the graph and nothing else."""
     from registry.database.roles import ReaderRoleRefused, create_reader_role
-    from registry.loader.loading import ensure_graph
+    from registry.loader.setup import ensure_graph
 
     password = settings.get("REGISTRY_READER_PASSWORD")
     if args.password_stdin:
@@ -187,7 +187,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     from registry.database.migrations import apply_migrations
     from registry.database.queries import QUERIES
     from registry.database.roles import create_reader_role
-    from registry.loader.loading import ensure_graph
+    from registry.loader.setup import ensure_graph
     from registry.settings import state_dir
     from registry.tokens.development import development_secret, mint_token
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import io
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -260,16 +259,6 @@ def _refuse_dry_run_before_upgrade(conn: psycopg.Connection) -> None:
             f" {', '.join(pending)}). Nothing changed; run `registry db upgrade`, then the"
             " dry run"
         )
-
-
-def ensure_graph(conn: psycopg.Connection) -> bool:
-    """Apply migrations and, in a database that never had a load, publish an empty graph."""
-    apply_migrations(conn)
-    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-    if present and present[0]:
-        return False
-    load_document(conn, io.BytesIO(b""), options=LoadOptions(allow_empty=True))
-    return True
 
 
 @contextmanager
