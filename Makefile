@@ -6,6 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 ORIGINS ?= 100000
 CLUSTER_ORIGINS ?= 10000
 
+# Python writes the bytecode of the modules it compiles (__pycache__, ignored by git), whatever
+# the environment says: where PYTHONDONTWRITEBYTECODE is set, as on CI machines, every process
+# compiled this project's modules again (each gunicorn worker, each `registry` command a test
+# runs), and pytest rewrote every test module's asserts again in each of its processes.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: install run stop test test-db test-cluster lint bench bench-changes bench-since loadtest faulttest cluster clean
 
 $(STAMP): setup.cfg pyproject.toml
