@@ -798,6 +798,36 @@ def test_an_export_since_m_streams_in_id_order_without_sorting(
     assert not scanned & (BIG_TABLES | CHANGE_TABLES), outline(plan)
 
 
+def change_log_reads(plan: dict[str, Any]) -> list[str]:
+    """The index (or scan) each read of change_log in the plan goes through."""
+    return [
+        node.get("Index Name", node["Node Type"])
+        for node in nodes(plan)
+        if node.get("Relation Name") == "change_log"
+    ]
+
+
+@pytest.mark.parametrize("since", [OLDEST, 2, PREVIOUS])
+@pytest.mark.parametrize("path", list(CASES))
+def test_the_records_since_m_are_read_by_generation_and_id(
+    chain: RecordingConnection, path: str, since: int
+) -> None:
+    """A page or an export since m reads each line's records from change_log by (generation,
+    id) (migration 009), where one change set's entries are adjacent in the order its lines
+    are read, not by the primary key (id, generation), whose entries for one generation lie
+    among every other generation's: one leaf page of it a line."""
+    filters: dict[str, Any] = CASES[path]
+    query, page_params = statement_of(
+        chain, lambda: list_changes_since(chain, filters, since, 50, 0)
+    )
+    _, params = filter_path(filters)
+    statement = change_statement(_EXPORT[path], "graph", "line")
+    declared = "DECLARE plan_check CURSOR FOR " + statement
+    export = explain(chain, declared, {**params, "since": since})
+    reads = change_log_reads(explain(chain, query, page_params)) + change_log_reads(export)
+    assert reads and set(reads) == {"change_log_generation_id_idx"}, reads
+
+
 def line_function_calls(conn: psycopg.Connection[Any], query: str, params: Any) -> list[str]:
     """What the plan's nodes compute by calling net_change_json or net_change_csv (migration
     004) rather than their bodies, inlined: a call through the SQL function executor for every

@@ -250,6 +250,7 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
             "006_net_change_places",
             "007_net_change_lines_inlined",
             "008_change_log_in_line",
+            "009_change_log_by_generation",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
@@ -348,6 +349,7 @@ def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
             "006_net_change_places",
             "007_net_change_lines_inlined",
             "008_change_log_in_line",
+            "009_change_log_by_generation",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert places_are_exact(conn) > 0
@@ -413,7 +415,11 @@ def test_an_upgraded_database_builds_the_lines_of_net_changes_in_the_statement(
         as_before_migration_7(conn)
         assert not line_functions_inlined(conn)
         assert export_lines(conn) == lines
-        assert apply_migrations(conn) == ["007_net_change_lines_inlined", "008_change_log_in_line"]
+        assert apply_migrations(conn) == [
+            "007_net_change_lines_inlined",
+            "008_change_log_in_line",
+            "009_change_log_by_generation",
+        ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert line_functions_inlined(conn)
         assert export_lines(conn) == lines
@@ -474,7 +480,7 @@ def test_an_upgraded_database_keeps_the_records_of_later_loads_in_line(
         out_of_line = records_out_of_line(conn)
         assert out_of_line > 0
         lines = export_lines(conn)
-        assert apply_migrations(conn) == ["008_change_log_in_line"]
+        assert apply_migrations(conn) == ["008_change_log_in_line", "009_change_log_by_generation"]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert export_lines(conn) == lines
         assert records_out_of_line(conn) == out_of_line
@@ -482,3 +488,45 @@ def test_an_upgraded_database_keeps_the_records_of_later_loads_in_line(
     with psycopg.connect(conninfo, autocommit=True) as conn:
         assert records_out_of_line(conn) == out_of_line
         assert export_lines(conn)
+
+
+def change_log_indexes(conn: psycopg.Connection) -> list[str]:
+    """The definitions of change_log's indexes, by name."""
+    return [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT indexdef FROM pg_indexes"
+            " WHERE schemaname = 'registry_meta' AND tablename = 'change_log' ORDER BY indexname"
+        )
+    ]
+
+
+def as_before_migration_9(conn: psycopg.Connection) -> None:
+    """Put the database back as the code before migration 009 left it: change_log indexed by
+    its primary key and by generation alone."""
+    conn.execute("DROP INDEX registry_meta.change_log_generation_id_idx")
+    conn.execute("CREATE INDEX change_log_generation_idx ON registry_meta.change_log (generation)")
+    as_of_version(conn, 8)
+
+
+def test_an_upgraded_database_reads_one_change_set_by_generation_and_id(
+    database_factory: Callable[[], str],
+) -> None:
+    """Migration 009 on a database with change sets kept: the index on generation alone
+    becomes one on (generation, id), and every line reads as before."""
+    conninfo = database_factory()
+    for payload in chain_documents(4):
+        load(conninfo, payload, keep=2, changes=3)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        lines = export_lines(conn)
+        as_before_migration_9(conn)
+        before = change_log_indexes(conn)
+        assert not any("(generation, id)" in index for index in before), before
+        assert apply_migrations(conn) == ["009_change_log_by_generation"]
+        assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
+        after = change_log_indexes(conn)
+        assert [index for index in after if "(generation" in index] == [
+            "CREATE INDEX change_log_generation_id_idx ON registry_meta.change_log"
+            " USING btree (generation, id)"
+        ], after
+        assert export_lines(conn) == lines
