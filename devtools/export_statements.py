@@ -1,15 +1,16 @@
 """What one line of an export costs the database: the contract 10 export of the newest change
-set against the export since the oldest since (contract 12), the statements alone
-(docs/performance.md).
+set (and of its changed origins only) against the export since the oldest since (contract
+12), the statements alone (docs/performance.md).
 
 python -m devtools.export_statements [--database NAME] [--rounds 7] [--column line|csv_line]
 
 The server is the one of DATABASE_URL; the database must hold a chain of loads, such as the
 demo and the twins `make bench-since` loads (`registry load` of its `.bench` documents, one by
-one; the bench drops its own database at the end). Each round reads each export whole
-through a server-side cursor, 2,000 lines a fetch as the service does, with JIT off as the
-service's sessions have it, and the two exports take turns. Prints microseconds a line, best
-and median, and their ratio.
+one; the bench drops its own database at the end). Each round reads each export whole as the
+service does (registry.database.exports): one REPEATABLE READ, READ ONLY transaction, a
+server-side cursor, the lines as the bytes the server sent, 100 lines first and then 2,000 a
+fetch, with JIT off as the service's sessions have it; the exports take turns. Prints
+microseconds a line, best and median, and each one's ratio to the contract 10 export.
 """
 
 from __future__ import annotations
@@ -22,22 +23,27 @@ import psycopg
 from psycopg import sql
 
 from registry.database.conninfo import resolve_database_url, with_database
+from registry.database.exports import _RawText
 from registry.database.queries import QUERIES
 from registry.settings import load_settings
 
+FIRST = 100
 FETCH = 2000
 
 
-def per_line_us(conn: psycopg.Connection, statement: str, params: dict[str, int]) -> float:
+def per_line_us(conn: psycopg.Connection, statement: str, params: dict[str, object]) -> float:
     """Microseconds a line to read statement's rows whole through a server-side cursor."""
-    lines = 0
-    with conn.transaction():
-        started = time.perf_counter()
-        with conn.cursor("export_statements") as cursor:
-            cursor.execute(statement, params)
-            while rows := cursor.fetchmany(FETCH):
-                lines += len(rows)
-        elapsed = time.perf_counter() - started
+    started = time.perf_counter()
+    conn.execute(QUERIES["origins/begin_export"])
+    cursor = conn.cursor("export_statements")
+    cursor.adapters.register_loader("text", _RawText)
+    cursor.execute(statement, params)
+    lines = len(cursor.fetchmany(FIRST))
+    while rows := cursor.fetchmany(FETCH):
+        lines += len(rows)
+    conn.rollback()
+    cursor.close()
+    elapsed = time.perf_counter() - started
     return elapsed / max(lines, 1) * 1e6
 
 
@@ -65,19 +71,27 @@ def main(argv: list[str] | None = None) -> int:
             )
             return query.as_string(conn)
 
-        exports = {
+        exports: dict[str, tuple[str, dict[str, object]]] = {
             "contract 10, the newest change set": (statement("changes/export_changes"), {}),
+            "contract 10, its changed origins": (
+                statement("changes/export_changes_by_kind"),
+                {"kind": "changed"},
+            ),
             f"since={oldest}": (statement("changes/export_net_changes"), {"since": oldest}),
         }
         times: dict[str, list[float]] = {name: [] for name in exports}
+        lines = {
+            name: len(conn.execute(query, params).fetchall())
+            for name, (query, params) in exports.items()
+        }
         for _ in range(args.rounds):
             for name, (query, params) in exports.items():
                 times[name].append(per_line_us(conn, query, params))
     print(f"generation {generation}, oldest since {oldest}, column {args.column}")
+    base = min(next(iter(times.values())))
     for name, values in times.items():
-        print(f"  {name}: best {min(values):.1f} us a line, median {statistics.median(values):.1f}")
-    base, since = (min(values) for values in times.values())
-    print(f"  ratio (best): x{since / base:.2f}")
+        print(f"  {name}, {lines[name]} lines: best {min(values):.1f} us a line, median "
+              f"{statistics.median(values):.1f}; best x{min(values) / base:.2f}")  # fmt: skip
     return 0
 
 
