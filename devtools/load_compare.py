@@ -1,0 +1,54 @@
+"""What this code's load of a twin costs against another revision's, taking turns.
+
+python -m devtools.load_compare --baseline REV [--origins 1000000] [--rounds 2]
+
+Each round loads, for the baseline's code (a `git worktree` of REV) and then for this
+checkout's, the demo and then its first twin (`make bench-since`'s documents, cached in
+`.bench/`) into a fresh database of DATABASE_URL's server, each by `registry load` in a
+process of its own, and prints the twin's load time and phases. A single pair of loads moves
+with the machine by several per cent; rounds in turns put the two codes in the same minutes.
+Nothing asserts: it reports. The databases are dropped at the end (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from devtools.bench_changes import REPO, load, scratch_database, worktree
+from devtools.bench_targets import demo_document, twin_document
+from registry.database.conninfo import resolve_database_url
+from registry.settings import load_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load in turns, print each twin's load and the mean of each code's."""
+    parser = argparse.ArgumentParser(prog="python -m devtools.load_compare")
+    parser.add_argument("--baseline", metavar="REV", required=True)
+    parser.add_argument("--origins", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    cache = REPO / ".bench"
+    demo = demo_document(args.origins, args.seed, cache)
+    twin = twin_document(args.origins, args.seed, cache, 0.01)
+    server = resolve_database_url(load_settings())
+    times: dict[str, list[float]] = {args.baseline: [], "this code": []}
+    with worktree(args.baseline) as tree:
+        for number in range(1, args.rounds + 1):
+            for label, code in ((args.baseline, tree), ("this code", REPO)):
+                with scratch_database(server, f"registry_load_compare_{args.origins}") as url:
+                    load(code, url, demo)
+                    seconds, phases = load(code, url, twin)
+                times[label].append(seconds)
+                steps = ", ".join(f"{name} {value:.1f}" for name, value in phases.items())
+                print(f"round {number}, {label}: the twin in {seconds:.1f} s ({steps})",
+                      flush=True)  # fmt: skip
+    base, ours = (sum(values) / len(values) for values in times.values())
+    print(f"mean: {ours:.1f} s against {base:.1f} s by {args.baseline} "
+          f"({100 * (ours / base - 1):+.1f} %)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
