@@ -14,19 +14,26 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from tests.cli import Finished, run_cli
 from tests.conftest import load_records
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def create_reader(
-    conninfo: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+    conninfo: str, *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> Finished:
+    """`registry db create-reader ARGS` against one database, in this process (tests/cli.py)."""
+    return run_cli(["db", "create-reader", *args], {"DATABASE_URL": conninfo, **(env or {})}, stdin)
+
+
+def create_reader_process(
+    conninfo: str, *args: str, stdin: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run `registry db create-reader ARGS` against one database."""
+    """`registry db create-reader ARGS` as a process of its own, stdin piped to it."""
     return subprocess.run(
         [sys.executable, "-m", "registry.cli", "db", "create-reader", *args],
         input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -133,7 +140,7 @@ def test_the_password_is_read_from_stdin_and_sent_hashed(graph_db, new_role):
     role = new_role()
     refused = create_reader(graph_db, role, "--password", "s3cret-in-argv")
     assert refused.returncode == 2
-    done = create_reader(
+    done = create_reader_process(
         graph_db,
         role,
         "--password-stdin",

@@ -1,5 +1,6 @@
 """`registry load` and `registry load --dry-run` and the change set (contract 10), as an operator
-runs them: a subprocess with DATABASE_URL set.
+runs them, with DATABASE_URL set: the command's own entry point in the test's process
+(tests/cli.py), and once as a process of its own.
 
 A load prints the counts it committed; a dry run prints the counts a load would commit and
 changes nothing observable, which is checked by comparing, before and after, every table's
@@ -18,10 +19,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from psycopg import sql
+
+from tests.cli import Finished, run_cli
 
 from .graphs import LINE, Record, document, edited, graph_state, load
 
@@ -31,24 +34,19 @@ KINDS = ("added", "removed", "changed")
 BLOCKS = ("origin", "governance", "bans", "presentations")
 
 
-class Finished(NamedTuple):
-    """How a command ended: exit status and its decoded output."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        """Both streams: where a line goes is not the contract's business."""
-        return self.stdout + "\n" + self.stderr
-
-
 def registry(conninfo: str, *args: str, env: dict[str, str] | None = None) -> Finished:
-    """Run `registry ARGS` against one database, output piped, nothing on standard input."""
+    """`registry ARGS` against one database, in this process (tests/cli.py), nothing on
+    standard input."""
     # The tests that want a removal limit say so; none leaks in from the caller's shell.
+    return run_cli(
+        args, {"DATABASE_URL": conninfo, **(env or {})}, unset=["REGISTRY_MAX_REMOVED_PERCENT"]
+    )
+
+
+def registry_process(conninfo: str, *args: str) -> Finished:
+    """`registry ARGS` as a process of its own, output piped, nothing on standard input."""
     environment = {k: v for k, v in os.environ.items() if k != "REGISTRY_MAX_REMOVED_PERCENT"}
-    environment.update({"DATABASE_URL": conninfo, **(env or {})})
+    environment["DATABASE_URL"] = conninfo
     done = subprocess.run(
         [sys.executable, "-m", "registry.cli", *args],
         stdin=subprocess.DEVNULL,
@@ -313,10 +311,10 @@ def test_an_empty_document_on_standard_input_is_refused_in_a_fresh_database(
 ) -> None:
     """`registry load -` with nothing piped in, as a new user runs it: no generation at all."""
     conninfo = database_factory()
-    done = registry(conninfo, "load", "-")
+    done = registry_process(conninfo, "load", "-")
     assert done.returncode == 1, done.output
     assert "Traceback" not in done.stderr
-    status = registry(conninfo, "status", "--json")
+    status = registry_process(conninfo, "status", "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["generations"] == []
 
