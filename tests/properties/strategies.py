@@ -32,10 +32,10 @@ PROPERTY_SETTINGS = settings(
 
 # The share of each property's examples a run draws: 1 (all) unless
 # REGISTRY_PROPERTY_EXAMPLES_SHARE says less. CI's second run (make test-db, on the machine's
-# PostgreSQL 15) draws half: it checks every property on a second server, on fresh examples
-# each run, while the first run (make test) draws them all; the second run's property tests
-# were about 290 of its 860 process seconds, on a run that must share two cores with make test
-# (docs/ci.md).
+# PostgreSQL 15) draws a quarter: it checks every property on a second server, on fresh
+# examples each run, while the first run (make test) draws them all; the second run's property
+# tests were about 290 of its 860 process seconds when they drew them all, on a run that must
+# share two cores with make test (docs/ci.md).
 EXAMPLES_SHARE = "REGISTRY_PROPERTY_EXAMPLES_SHARE"
 
 

@@ -1,5 +1,5 @@
 """REGISTRY_PROPERTY_EXAMPLES_SHARE: how many examples each property draws (CI's second run
-draws half). A share that would draw none, or more than all, is refused, not taken."""
+draws a quarter). A share that would draw none, or more than all, is refused, not taken."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ def test_every_example_is_drawn_unless_a_share_is_given(monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize(
-    ("share", "count", "drawn"), [("0.5", 60, 30), ("0.5", 15, 8), ("1", 12, 12), ("0.01", 12, 1)]
+    ("share", "count", "drawn"),
+    [("0.5", 60, 30), ("0.5", 15, 8), ("0.25", 12, 3), ("1", 12, 12), ("0.01", 12, 1)],
 )
 def test_a_share_scales_the_examples_and_never_below_one(
     monkeypatch: pytest.MonkeyPatch, share: str, count: int, drawn: int
