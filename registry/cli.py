@@ -11,6 +11,7 @@ import psycopg
 
 from registry.database.conninfo import resolve_database_url, with_user
 from registry.database.embedded import NoEmbeddedServer
+from registry.database.migrations import SchemaNewer
 from registry.load_command import VACUUM_WAIT_S, _connect, command_db_vacuum, command_load
 from registry.settings import SettingsError, load_settings
 
@@ -390,6 +391,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_name(args: argparse.Namespace) -> str:
+    """The subcommand run, as typed: `load`, `db upgrade`, `db create-reader`."""
+    if args.command == "db":
+        return f"db {args.db_command}"
+    return str(args.command)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `registry` console command."""
     args = build_parser().parse_args(argv)
@@ -408,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except NoEmbeddedServer as missing:
         print(f"registry: {missing}", file=sys.stderr)
+        return 1
+    except SchemaNewer as newer:
+        print(f"registry {_command_name(args)}: {newer}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 1

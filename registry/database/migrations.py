@@ -28,13 +28,41 @@ def migration_files() -> list[tuple[int, str, str]]:
 SCHEMA_VERSION = migration_files()[-1][0]
 
 
+class SchemaNewer(Exception):
+    """The database holds migrations this code does not know: newer code upgraded it.
+
+    Code older than its database would write what the newer schema no longer expects (a
+    loader from before migration 006 drops change sets without numbering their net changes
+    again), so every command that sets the database up refuses before it changes anything.
+    """
+
+    def __init__(self, database_version: int):
+        super().__init__(
+            f"refused: the database's schema is at version {database_version}, newer than"
+            f" this code's version {SCHEMA_VERSION}. Nothing changed; upgrade the code (the"
+            f" `registry` command and the service) to a version that knows schema"
+            f" {database_version}, then run it again"
+        )
+        self.database_version = database_version
+
+
+def _refuse_newer(applied: set[int]) -> None:
+    """Raise SchemaNewer when applied holds a migration that is not one of this code's."""
+    unknown = applied - {version for version, _, _ in migration_files()}
+    if unknown:
+        raise SchemaNewer(max(applied))
+
+
 def apply_migrations(conn: psycopg.Connection) -> list[str]:
-    """Apply the migrations this database lacks, in one transaction; return their names."""
+    """Apply the migrations this database lacks, in one transaction; return their names.
+
+    Raises SchemaNewer, with nothing changed, when the database is newer than this code."""
     applied_now = []
     with conn.transaction():
         conn.execute(QUERIES["meta/lock_loads"])
         conn.execute(QUERIES["meta/create_migrations_table"])
         applied = {row[0] for row in conn.execute(QUERIES["meta/list_applied_migrations"])}
+        _refuse_newer(applied)
         for version, name, text in migration_files():
             if version in applied:
                 continue
@@ -47,9 +75,10 @@ def apply_migrations(conn: psycopg.Connection) -> list[str]:
 def pending_migrations(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations this database lacks, in order, read without changing
     anything (no version table made, no lock taken); every one of them for a database never
-    set up."""
+    set up. Raises SchemaNewer when the database is newer than this code."""
     row = conn.execute(QUERIES["meta/migrations_table_exists"]).fetchone()
     applied: set[int] = set()
     if row and row[0]:
         applied = {r[0] for r in conn.execute(QUERIES["meta/list_applied_migrations"])}
+    _refuse_newer(applied)
     return [name for version, name, _ in migration_files() if version not in applied]
