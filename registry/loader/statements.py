@@ -203,6 +203,8 @@ def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
     readers never queue behind it (they wait only for the DROP itself, milliseconds); while
     readers are inside, it tries again a few times, then leaves the generation to the next
     load: until then it is still kept (and reported so), and pinned reads of it keep working.
+    Like every write to registry_meta after a commit, each drop holds the load lock
+    (drop_retired_change_sets says why).
     """
     rows = conn.execute(QUERIES["load/list_generations_to_drop"], {"keep": keep}).fetchall()
     for (generation,) in rows:
@@ -221,16 +223,29 @@ def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
 def drop_retired_change_sets(conn: psycopg.Connection, keep: int) -> None:
     """Drop the change sets past the newest keep (contract 12), oldest first, each in its own
     transaction. Deleting rows never waits for readers: one that began before still reads
-    them in its snapshot (an export of changes since an old generation ends whole)."""
-    rows = conn.execute(QUERIES["load/list_change_sets_to_drop"], {"keep": keep}).fetchall()
-    for (generation,) in rows:
+    them in its snapshot (an export of changes since an old generation ends whole).
+
+    Each drop holds the load lock, and picks its change set under it. A drop raises the
+    oldest since of every kept generation and fixes their net changes (drop_change_set.sql);
+    without the lock the next load could build its net changes from the oldest since before
+    this drop committed, and the drop, which cannot see that load's rows, would leave them
+    built for a since that is gone: since=<oldest> would then miss rows until another drop.
+    With it, a load builds either before the drop begins or after it has committed.
+    """
+    while True:
         with conn.transaction():
-            conn.execute(QUERIES["load/drop_change_set"], {"generation": int(generation)})
+            conn.execute(QUERIES["meta/lock_loads"])
+            row = conn.execute(QUERIES["load/list_change_sets_to_drop"], {"keep": keep}).fetchone()
+            if row is None:
+                return
+            conn.execute(QUERIES["load/drop_change_set"], {"generation": int(row[0])})
 
 
 def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
-    """In the caller's transaction: lock every table of schema, drop it and its net changes,
-    mark it dropped."""
+    """In the caller's transaction: take the load lock (waiting for a load under way), then
+    lock every table of schema without waiting long, drop it and its net changes, mark it
+    dropped."""
+    conn.execute(QUERIES["meta/lock_loads"])
     conn.execute(QUERIES["load/set_lock_timeout"])
     tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
     if tables:
