@@ -37,6 +37,7 @@ from registry.database.changes_since import (
     open_change_export_since,
 )
 from registry.database.exports import OpenedExport
+from registry.database.generations import Stamp
 from schemas.changes import (
     ChangeListSchema,
     GenerationListSchema,
@@ -176,16 +177,18 @@ def _export(representation: str, query: dict[str, Any]) -> Response:
             return open_change_export(conn, query, generation, FIRST_BATCH, csv_rows)
         return open_change_export_since(conn, query, since, generation, FIRST_BATCH, csv_rows)
 
-    def check_since() -> None:
+    def check_since() -> Stamp:
         """The 404, 400 or 410 of a since that answers nothing, before an export slot is
-        taken (a page of none: one light query); the export checks it again in its own
-        snapshot, as a load may commit in between."""
+        taken (a page of none: one light query), else the stamp of the answer, on which a
+        304 is decided; the export checks it again in its own snapshot, as a load may
+        commit in between."""
         assert since is not None
         stamp, found = read(
             generation,
             lambda conn, schema: list_changes_since(conn, query, since, 0, 0, schema),
         )
         found.check(stamp.generation)
+        return stamp
 
     return stream_export(
         representation,
@@ -193,7 +196,6 @@ def _export(representation: str, query: dict[str, Any]) -> Response:
         opener,
         _layout(representation),
         "changes",
-        decide_early=since is None,
         check=None if since is None else check_since,
     )
 

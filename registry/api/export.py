@@ -39,10 +39,10 @@ from typing import Any
 import psycopg
 from flask import Flask, Response, current_app, request
 
-from registry.api.connection import take_connection
+from registry.api.connection import get_connection, take_connection
 from registry.api.errors import DATABASE_UNAVAILABLE, error_response
 from registry.api.export_slots import ExportSlots
-from registry.api.generations import not_modified_early, stamped
+from registry.api.generations import is_conditional, not_modified_on, stamped
 from registry.api.metrics import count_export_refused, observe_export_ended, observe_export_started
 from registry.api.origin_csv import OriginCsvWriter, stored_rows
 from registry.database.exports import (
@@ -51,7 +51,7 @@ from registry.database.exports import (
     fetch_export_batch,
     open_origin_export,
 )
-from registry.database.generations import Stamp
+from registry.database.generations import Stamp, pinned_stamp
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
@@ -307,6 +307,29 @@ def export_origins(representation: str, filters: dict[str, Any]) -> Response:
     )
 
 
+# Checks what an export answers for, before it takes a slot: raises the error that answers
+# instead (a since that answers nothing), else returns the stamp the export would answer with.
+Check = Callable[[], Stamp | None]
+
+
+def _before_a_slot(
+    generation: int | None, representation: str, check: Check | None
+) -> Response | None:
+    """What answers an export request before it takes a slot: the 404 or 410 of a generation
+    (or, through check, a since) that does not answer, raised; a 304 when the request's
+    validators match the answer's; None when the export goes on. At most one light query:
+    check's, or the pinned generation's state (the current one's, for a conditional request)."""
+    if check is not None:
+        stamp = check()
+    elif generation is not None or is_conditional():
+        stamp = pinned_stamp(get_connection(), generation)
+    else:
+        return None
+    if stamp is None or not is_conditional():
+        return None
+    return not_modified_on(stamp, representation)
+
+
 def stream_export(
     representation: str,
     generation: int | None,
@@ -314,29 +337,27 @@ def stream_export(
     layout: Layout,
     name: str,
     *,
-    decide_early: bool = True,
-    check: Callable[[], None] | None = None,
+    check: Check | None = None,
 ) -> Response:
     """200 with every row opener's export reads, streamed as NDJSON or CSV, as file name.*;
-    or 304; or 503 when the instance's exports are all taken.
+    or 304, 404 or 410; or 503 when the instance's exports are all taken.
 
     The generation headers and conditional requests are the JSON listing's (contract 7),
     with an ETag of its own for each representation. `Registry-Total` is the number of rows
-    that follow (lines of NDJSON, CSV rows after the header). decide_early false: no 304
-    before the export is opened (its answer may turn into an error under the same validators).
-    check: run before a slot is taken, raising what answers instead of the export (an error
-    the export itself would raise), so that such a request never gets the limit's 503.
+    that follow (lines of NDJSON, CSV rows after the header). Whatever answers instead of
+    the export (a generation or since that does not answer, a 304) is decided before a slot
+    is taken (_before_a_slot), so that such a request never gets the limit's 503; check:
+    the stamp of an answer that may be an error under the same validators (since=m), its
+    errors raised.
     """
-    early = not_modified_early(generation, representation=representation) if decide_early else None
+    try:
+        early = _before_a_slot(generation, representation, check)
+    except DATABASE_UNAVAILABLE:
+        count_export_refused("unavailable")
+        raise
     if early is not None:
         early.vary.add("Accept")
         return early
-    if check is not None:
-        try:
-            check()
-        except DATABASE_UNAVAILABLE:
-            count_export_refused("unavailable")
-            raise
     slots: ExportSlots = current_app.extensions["registry_export_slots"]
     slot = slots.acquire()
     if slot is None:

@@ -141,17 +141,30 @@ def not_modified_early(
     early, because this service gave that ETag for a 200 of the same URL and generation.
     Raises GenerationNotProduced or GenerationDropped for a pinned generation not kept.
     """
-    if "If-None-Match" not in request.headers and "If-Modified-Since" not in request.headers:
+    if not is_conditional():
         return None
     if not exists and ("If-None-Match" not in request.headers or request.if_none_match.star_tag):
         return None
     stamp = pinned_stamp(get_connection(), generation)
     if stamp is None:
         return None
+    return not_modified_on(stamp, representation, certain=exists)
+
+
+def not_modified_on(
+    stamp: Stamp, representation: str = JSON, *, certain: bool = True
+) -> Response | None:
+    """304 when the request's validators match the answer stamp would give this URL; else
+    None. certain: as not_modified_early's exists."""
     headers = generation_headers(stamp, representation)
-    if _not_modified(stamp, headers["ETag"], certain=exists):
+    if _not_modified(stamp, headers["ETag"], certain=certain):
         return not_modified_response(headers)
     return None
+
+
+def is_conditional() -> bool:
+    """Whether the request asks for a 304 (If-None-Match or If-Modified-Since)."""
+    return "If-None-Match" in request.headers or "If-Modified-Since" in request.headers
 
 
 class NotModifiedResponse(Response):
