@@ -228,7 +228,10 @@ def test_the_exports_stream_the_net_changes(chain: Chain) -> None:
         ]  # fmt: skip
 
 
-@pytest.mark.parametrize("since", ["0", "-1", "x", "1.0", "", "9223372036854775808"])
+@pytest.mark.parametrize(
+    "since",
+    ["0", "-1", "+1", "x", "1.0", "1e3", "", "9223372036854775808", "18446744073709551616"],
+)
 def test_a_malformed_since_is_a_400(chain: Chain, since: str) -> None:
     for headers in ({}, NDJSON):
         response = chain.get(f"/registry/changes?since={since}", headers)
