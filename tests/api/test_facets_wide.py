@@ -4,11 +4,13 @@ more than 101 stations, so that facet_size=100 and the rankings the load keeps (
 values) both cut real values.
 
 The network_id and station_id facets of every access path are checked against a brute force:
-the NDJSON export of the same filters, counted and ranked here.
+the NDJSON export of the same filters, counted and ranked here. And on every access path the
+`facets` member lists the facets in the order asked, read from the raw body.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -124,3 +126,39 @@ def test_the_default_facet_size_cuts_at_ten(api: CheckedClient, admin_headers: d
         "station_id": {"values": ranking(records, "station_id")[:10], "truncated": True},
         "network_id": {"values": ranking(records, "network_id")[:10], "truncated": True},
     }
+
+
+# None of them in the documented order, nor in alphabetical order.
+ORDERS = [
+    pytest.param("station_id,transport,governance_state", id="three"),
+    pytest.param(
+        "has_presentations,network_id,allocation_state,transport,publication_status,station_id,"
+        "governance_state",
+        id="all-seven",
+    ),
+    pytest.param("network_id,allocation_state", id="two"),
+]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param({}, id="unfiltered"),
+        pytest.param(FLAGS, id="flags"),
+        pytest.param({"network_id": BIG_NETWORK}, id="network"),
+        pytest.param({"network_id": BIG_NETWORK, **FLAGS}, id="network+flags"),
+        pytest.param({"station_id": str(BIG_STATION)}, id="station"),
+        pytest.param({"station_id": str(BIG_STATION), **FLAGS}, id="station+flags"),
+        pytest.param({"search": "news"}, id="search"),
+        pytest.param({"id": an_id_list()}, id="ids"),
+    ],
+)
+@pytest.mark.parametrize("names", ORDERS)
+def test_facets_come_in_the_order_asked(api: CheckedClient, query: dict[str, str], names: str):
+    """The `facets` member's keys are the names in the order the request gave them, not the
+    documented order, as the raw body has them."""
+    response = api.get("/registry/origins?" + urlencode({**query, "facet": names, "limit": "1"}))
+    assert response.status_code == 200, response.get_data()
+    # Every JSON object as its list of (key, value) pairs, in the order the body has them.
+    body = dict(json.loads(response.get_data(), object_pairs_hook=list))
+    assert [name for name, _ in body["facets"]] == names.split(",")
