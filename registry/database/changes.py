@@ -71,11 +71,13 @@ class GenerationList:
 
 
 def filter_path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Which index serves the filters (block implies changed), and the parameters."""
+    """Which index serves the filters, and the parameters: a block implies kind changed, and
+    a filtered path names both (block null for a kind alone), as the net changes' statements
+    of one kind read them (sql/changes/list_net_changes_of_kind.sql)."""
     if "block" in filters:
-        return "block", {"block": filters["block"]}
+        return "block", {"kind": "changed", "block": filters["block"]}
     if "kind" in filters:
-        return "kind", {"kind": filters["kind"]}
+        return "kind", {"kind": filters["kind"], "block": None}
     return "all", {}
 
 

@@ -1,8 +1,9 @@
--- Builds net_changes and net_counts of generation n (contract 12; the tables: migration 004)
--- from the kept change sets up to n: run by the load that produces n, in its transaction,
--- once n's change set is in change_log (sql/load/build_net_changes.sql), and by the upgrade
--- that first kept change sets, for each kept graph (migration 004). Each version's kind and
--- blocks compare its hashes with the record at n's.
+-- Builds net_changes and net_counts of generation n (docs/api.md, "Changes between
+-- generations"; the tables: migration 004) from the kept change sets up to n: run by the load
+-- that produces n, in its transaction, once n's change set is in change_log
+-- (sql/load/build_net_changes.sql), and by the upgrade that first kept change sets, for each
+-- kept graph (migration 004). Each version's kind and blocks compare its hashes with the
+-- record at n's.
 --
 -- From the net changes of n's previous p when p's are there (p is the live generation while
 -- n loads): an origin absent from n's change set has the same record at n as at p, so its

@@ -1,11 +1,8 @@
--- The oldest since of generation n (contract 12): the smallest m such that the change set of
--- every generation after m, up to n, is kept. That is the newest generation up to n whose
--- change set is not kept; when every one is, the first generation ever committed; NULL when
--- none was.
+-- The oldest since of generation n (docs/api.md, "Changes between generations"), as a value:
+-- the since of registry_meta.oldest_since_row(n), where it is defined. For the load
+-- (build_net_changes), the upgrades and the statements that ask once; a statement that asks
+-- per request reads oldest_since_row, which is inlined where this is not.
 CREATE OR REPLACE FUNCTION registry_meta.oldest_since(n bigint) RETURNS bigint
 LANGUAGE sql STABLE AS $fn$
-    SELECT coalesce(
-        (SELECT max(g.generation) FROM registry_meta.generations AS g
-         WHERE g.generation <= n AND g.changes_dropped_at IS NOT NULL),
-        (SELECT min(g.generation) FROM registry_meta.generations AS g))
+    SELECT o.since FROM registry_meta.oldest_since_row(n) AS o
 $fn$;

@@ -845,6 +845,42 @@ def test_the_lines_since_m_are_built_in_the_statement(
     assert (page, export) == ([], [])
 
 
+def oldest_since_calls(conn: psycopg.Connection[Any], query: str, params: Any) -> list[str]:
+    """What the plan computes by calling a function of the oldest since (a Function Scan of
+    registry_meta.oldest_since_row, or registry_meta.oldest_since in an expression) rather
+    than its body, inlined: a call is planned again at every execution."""
+    row = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query, params).fetchone()
+    assert row is not None
+    found = []
+    for node in nodes(row[0][0]["Plan"]):
+        if node["Node Type"] == "Function Scan":
+            found.append(f"Function Scan {node.get('Function Name')}")
+        for key in ("Output", "Filter", "One-Time Filter", "Index Cond"):
+            value = node.get(key, ())
+            found += [item for item in ([value] if isinstance(value, str) else value)
+                      if "oldest_since" in item]  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize("path", list(CASES))
+def test_the_oldest_since_is_computed_in_the_statement(
+    chain: RecordingConnection, path: str
+) -> None:
+    """The oldest since is written once (sql/definitions/oldest_since_row.sql), and every
+    page, export and history of changes since m computes it inside its own statement: the
+    function is inlined, not called."""
+    query, page_params = statement_of(
+        chain, lambda: list_changes_since(chain, CASES[path], OLDEST, 50, 0)
+    )
+    page = oldest_since_calls(chain, query, page_params)
+    _, params = filter_path(CASES[path])
+    statement = change_statement(_EXPORT[path], "graph", "line")
+    export = oldest_since_calls(chain, statement, {**params, "since": OLDEST})
+    origin = str(chain.execute("SELECT id FROM registry_meta.change_log LIMIT 1").fetchone()[0])
+    query, history_params = statement_of(chain, lambda: history.get_origin_history(chain, origin))
+    assert (page, export, oldest_since_calls(chain, query, history_params)) == ([], [], [])
+
+
 @pytest.mark.parametrize("since", [OLDEST, PREVIOUS], ids=["oldest-since", "previous"])
 @pytest.mark.parametrize("path", list(CASES))
 def test_an_export_since_the_oldest_or_the_previous_walks_its_own_rows_unsorted(

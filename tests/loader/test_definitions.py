@@ -84,6 +84,19 @@ def test_each_definition_is_applied_after_those_it_calls() -> None:
     assert order.index("oldest_since") < order.index("build_net_changes")
 
 
+def test_the_oldest_since_is_written_once() -> None:
+    """Its formula (the newest generation whose change set was dropped) is in one file of sql/,
+    registry_meta.oldest_since_row's: every statement and function that needs the oldest since
+    reads that one (the migrations as released are history, and frozen)."""
+    formula = re.compile(r"changes_dropped_at\s+IS\s+NOT\s+NULL", re.IGNORECASE)
+    files = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "sql").rglob("*.sql"))
+        if formula.search(without_comments(path.read_text()))
+    ]
+    assert files == ["sql/definitions/oldest_since_row.sql"]
+
+
 def test_every_step_after_the_definitions_belongs_to_a_migration() -> None:
     """A file of sql/migrations/after_definitions is named as the migration it completes."""
     steps = sorted(path.stem for path in (MIGRATIONS / "after_definitions").glob("*.sql"))
