@@ -88,12 +88,13 @@ def command_db_url(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db is-empty: exit 0 when the database holds no origins, 1 otherwise."""
     from registry.database.queries import QUERIES
+    from registry.database.rows import scalar
     from registry.loader.setup import ensure_graph
 
     with _connect(settings) as conn:
         ensure_graph(conn)
-        row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
-    return 0 if row is not None and row[0] == 0 else 1
+        origins = scalar(conn, QUERIES["meta/count_origins"])
+    return 0 if origins == 0 else 1
 
 
 def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -188,6 +189,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     from registry.database.migrations import apply_migrations
     from registry.database.queries import QUERIES
     from registry.database.roles import create_reader_role
+    from registry.database.rows import scalar
     from registry.loader.setup import ensure_graph
     from registry.settings import state_dir
     from registry.tokens.development import development_secret, mint_token
@@ -200,8 +202,8 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     env["DATABASE_URL"] = database_url
     with _connect(settings) as conn:
         apply_migrations(conn)
-        loaded = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-        if args.dev and not (loaded and loaded[0]):
+        loaded = scalar(conn, QUERIES["meta/graph_exists"])
+        if args.dev and not loaded:
             # A database never loaded: the demo's load is its first generation (publishing
             # an empty graph first would make it generation 2 and take a retention slot),
             # and its changed twin's the second, so /registry/changes has changes to show.

@@ -18,7 +18,7 @@ from psycopg import sql
 from registry.database.exports import OpenedExport, open_export
 from registry.database.generations import LIVE_SCHEMA, Stamp, row_stamp
 from registry.database.queries import QUERIES
-from registry.database.rows import all_rows, one_row
+from registry.database.rows import all_rows, one_row, scalar
 
 _LIST = {
     "all": "changes/list_changes",
@@ -161,5 +161,5 @@ def open_change_export(
 def oldest_since(conn: psycopg.Connection, generation: int) -> int | None:
     """The oldest since of generation (contract 12): the smallest m such that the change set
     of every generation after m, up to generation, is kept; None when none was produced."""
-    row = conn.execute(QUERIES["changes/get_oldest_since"], {"generation": generation}).fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    since = scalar(conn, QUERIES["changes/get_oldest_since"], {"generation": generation})
+    return None if since is None else int(since)

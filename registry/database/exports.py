@@ -31,7 +31,7 @@ from psycopg.adapt import Buffer, Loader
 from registry.database.generations import Stamp, graph_statement, read_generation, row_stamp
 from registry.database.queries import QUERIES
 from registry.database.repository import filter_params, list_origins
-from registry.database.rows import first_row
+from registry.database.rows import first_row, scalar
 
 _BEGIN = QUERIES["origins/begin_export"]
 _SETTINGS = QUERIES["origins/set_export_settings"]
@@ -173,14 +173,13 @@ def open_export(
 
 def _has_csv_rows(conn: psycopg.Connection, schema: str) -> bool:
     """Whether the graph in schema has origin_csv (graphs loaded by earlier code have not)."""
-    row = conn.execute(_HAS_CSV_ROWS, {"schema": schema}).fetchone()
-    return bool(row and row[0])
+    return bool(scalar(conn, _HAS_CSV_ROWS, {"schema": schema}))
 
 
 def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
     """The next rows (records as JSON text, or CSV lines; UTF-8 bytes) of the export, at most
     size; [] at the end."""
-    return [row[0] for row in cursor.fetchmany(size)]
+    return [line for (line,) in cursor.fetchmany(size)]
 
 
 def close_origin_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:

@@ -59,7 +59,8 @@ from registry.database.rows import one_row
 _OF_ALL = "origins/count_facets_of_all"
 _BY_FLAGS = "origins/count_facets_by_flags"
 _OF_NETWORK = "origins/count_facets_of_network"
-_IN_NETWORK = "origins/count_facets_in_network"
+# A network alone (_OF_NETWORK), or narrowed by a station or flag filter.
+_OF_NETWORK_NARROWED = "origins/count_facets_of_network_narrowed"
 _OF_STATION = "origins/count_facets_of_station"
 _BY_STATION = "origins/count_facets_by_station"
 _OF_SEARCH = "origins/count_facets_of_search"
@@ -115,7 +116,7 @@ def facet_statement(
     if params["network_id"] is not None:
         if params["station"] is None and params["combos"] is None:
             return _OF_NETWORK, params
-        return _IN_NETWORK, params
+        return _OF_NETWORK_NARROWED, params
     if params["station"] is not None:
         return (_OF_STATION if params["combos"] is None else _BY_STATION), params
     if params["combos"] is not None:

@@ -31,6 +31,7 @@ from registry.database.definitions import apply_definitions
 from registry.database.digests import fill_digests
 from registry.database.empty_change_sets import add_empty_change_sets
 from registry.database.queries import QUERIES
+from registry.database.rows import scalar, scalars
 
 _NAME = re.compile(r"(\d{3})_(\w+)\Z")
 
@@ -99,7 +100,7 @@ def apply_migrations(conn: psycopg.Connection) -> list[str]:
     with conn.transaction():
         conn.execute(QUERIES["meta/lock_loads"])
         conn.execute(QUERIES["meta/create_migrations_table"])
-        applied = {row[0] for row in conn.execute(QUERIES["meta/list_applied_migrations"])}
+        applied = set(scalars(conn, QUERIES["meta/list_applied_migrations"]))
         _refuse_newer(applied)
         pending = [(v, name, text) for v, name, text in migration_files() if v not in applied]
         for version, _, text in pending:
@@ -119,9 +120,8 @@ def pending_migrations(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations this database lacks, in order, read without changing
     anything (no version table made, no lock taken); every one of them for a database never
     set up. Raises SchemaNewer when the database is newer than this code."""
-    row = conn.execute(QUERIES["meta/migrations_table_exists"]).fetchone()
     applied: set[int] = set()
-    if row and row[0]:
-        applied = {r[0] for r in conn.execute(QUERIES["meta/list_applied_migrations"])}
+    if scalar(conn, QUERIES["meta/migrations_table_exists"]):
+        applied = set(scalars(conn, QUERIES["meta/list_applied_migrations"]))
     _refuse_newer(applied)
     return [name for version, name, _ in migration_files() if version not in applied]

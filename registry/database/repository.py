@@ -18,8 +18,9 @@ _INTEGRATION_STATUS = "summary/get_integration_status"
 _REGISTRY_SUMMARY = "summary/get_registry_summary"
 _LIST_ALL = "origins/list_all_origins"
 _LIST_BY_FLAGS = "origins/list_origins_by_flags"
+# A network without a station filter, and with one (either optionally narrowed by flags).
 _LIST_BY_NETWORK = "origins/list_origins_by_network"
-_LIST_IN_NETWORK = "origins/list_origins_in_network"
+_LIST_BY_NETWORK_AND_STATION = "origins/list_origins_by_network_and_station"
 _LIST_BY_STATION = "origins/list_origins_by_station"
 _SEARCH = "origins/search_origins"
 _LIST_BY_IDS = "origins/list_origins_by_ids"
@@ -185,7 +186,7 @@ def list_origins(
     elif params["pattern"] is not None:
         return _search(conn, params, schema)
     elif network_id is not None:
-        query = _LIST_BY_NETWORK if station is not None else _LIST_IN_NETWORK
+        query = _LIST_BY_NETWORK_AND_STATION if station is not None else _LIST_BY_NETWORK
     elif station is not None:
         query = _LIST_BY_STATION
     elif combos is not None:
@@ -238,11 +239,6 @@ def _search(conn: psycopg.Connection, params: dict[str, Any], schema: str) -> tu
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:
     """The newest applied migration, the version the live graph was built with, and when."""
-    row = conn.execute(_SCHEMA_STATE).fetchone()
-    assert row is not None  # a SELECT of scalar subqueries always returns its one row
-    migrations_version, graph_version, loaded_at = row
-    return {
-        "migrations_version": migrations_version,
-        "graph_version": graph_version,
-        "loaded_at": loaded_at,
-    }
+    # A SELECT of scalar subqueries always returns its one row.
+    row = one_row(conn, _SCHEMA_STATE)
+    return {name: row[name] for name in ("migrations_version", "graph_version", "loaded_at")}

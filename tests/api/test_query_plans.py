@@ -239,7 +239,7 @@ FLAG_CHOICES = (
 )
 ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
 NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
-NETWORK_ONLY = "origins/list_origins_in_network"
+NETWORK_AND_STATION = "origins/list_origins_by_network_and_station"
 SEARCH = "origins/search_origins"
 BY_POSITIONS = "origins/get_origins_by_positions"
 BY_IDS, EXPORT_BY_IDS = "origins/list_origins_by_ids", "origins/export_origins_by_ids"
@@ -269,14 +269,12 @@ LISTINGS = [
         id="allocated+has_presentations-last-page",
     ),
     pytest.param({"governance_state": "ungoverned"}, True, FLAGS, id="ungoverned-last-page"),
-    pytest.param({"network_id": "{network_id}"}, False, NETWORK_ONLY, id="largest-network"),
-    pytest.param(
-        {"network_id": "{network_id}"}, True, NETWORK_ONLY, id="largest-network-last-page"
-    ),
+    pytest.param({"network_id": "{network_id}"}, False, NETWORK, id="largest-network"),
+    pytest.param({"network_id": "{network_id}"}, True, NETWORK, id="largest-network-last-page"),
     pytest.param(
         {"network_id": "{network_id}", "transport": "iptv"},
         False,
-        NETWORK_ONLY,
+        NETWORK,
         id="largest-network+iptv",
     ),
     pytest.param({"station_id": "{station}"}, False, STATION, id="station"),
@@ -284,7 +282,7 @@ LISTINGS = [
     pytest.param(
         {"network_id": "{network_id}", "station_id": "{network_station}"},
         False,
-        NETWORK,
+        NETWORK_AND_STATION,
         id="network+station",
     ),
     pytest.param(
@@ -444,14 +442,14 @@ def test_an_origins_history_reads_the_change_log_by_id(plan_graph: PlanGraph) ->
 def test_every_request_time_query_is_covered() -> None:
     """Each file under sql/origins and sql/summary is EXPLAINed above (or is an export's BEGIN
     and its one-row stamp)."""
-    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
+    covered = {ALL, FLAGS, NETWORK, NETWORK_AND_STATION, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
     covered |= EXPORT_SETUP
     covered |= {BY_IDS, EXPORT_BY_IDS, EXPORT_BY_IDS + "_as_csv", *FACET_SETUP}
     covered |= {
         FACETS_OF_ALL,
         FACETS_BY_FLAGS,
         FACETS_OF_NETWORK,
-        FACETS_IN_NETWORK,
+        FACETS_OF_NETWORK_NARROWED,
         FACETS_OF_STATION,
         FACETS_BY_STATION,
         FACETS_OF_SEARCH,
@@ -472,7 +470,7 @@ def test_every_request_time_query_is_covered() -> None:
 # facets ranked (the largest network's and the largest station's listings included).
 FACETS_OF_ALL, FACETS_BY_FLAGS = "origins/count_facets_of_all", "origins/count_facets_by_flags"
 FACETS_OF_NETWORK = "origins/count_facets_of_network"
-FACETS_IN_NETWORK = "origins/count_facets_in_network"
+FACETS_OF_NETWORK_NARROWED = "origins/count_facets_of_network_narrowed"
 FACETS_OF_STATION = "origins/count_facets_of_station"
 FACETS_BY_STATION = "origins/count_facets_by_station"
 FACETS_OF_SEARCH = "origins/count_facets_of_search"
@@ -492,12 +490,12 @@ FACET_LISTINGS = [
     pytest.param({"network_id": "{network_id}"}, FACETS_OF_NETWORK, id="largest-network"),
     pytest.param(
         {"network_id": "{network_id}", "governance_state": "governed"},
-        FACETS_IN_NETWORK,
+        FACETS_OF_NETWORK_NARROWED,
         id="largest-network+governed",
     ),
     pytest.param(
         {"network_id": "{network_id}", "station_id": "{network_station}", "transport": "iptv"},
-        FACETS_IN_NETWORK,
+        FACETS_OF_NETWORK_NARROWED,
         id="network+station+iptv",
     ),
     pytest.param({"station_id": "{station}"}, FACETS_OF_STATION, id="station"),
