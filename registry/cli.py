@@ -207,7 +207,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             # A database never loaded: the demo's load is its first generation (publishing
             # an empty graph first would make it generation 2 and take a retention slot),
             # and its changed twin's the second, so /registry/changes has changes to show.
-            _load_dev_demo(conn, args.demo_origins, int(settings["REGISTRY_KEEP_GENERATIONS"]))
+            _load_dev_demo(conn, args.demo_origins, settings)
         ensure_graph(conn)
         if args.dev and embedded:
             # The embedded cluster's own role is a superuser: serve, as production does,
@@ -251,20 +251,29 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     return code
 
 
-def _load_dev_demo(conn: psycopg.Connection, origins: int, keep_generations: int) -> None:
+def _load_dev_demo(conn: psycopg.Connection, origins: int, settings: dict[str, Any]) -> None:
     """Load the demo graph (seed 1), then its twin with DEV_DEMO_CHANGES of its origins
-    changed: two ordinary loads, each printing its summary line."""
+    changed: two ordinary loads, each printing its summary line, keeping generations and
+    change sets as the settings say (as `registry load` does)."""
     import tempfile
 
     from registry.loader.demo import write_demo_document
     from registry.loader.demo_twin import changes_line, write_twin_document
     from registry.loader.loading import load_counts_line, load_document
+    from registry.settings import keep_changes
+
+    generations, changes = int(settings["REGISTRY_KEEP_GENERATIONS"]), keep_changes(settings)
+
+    def load(spool: Any) -> None:
+        """One ordinary load of the spooled document; its summary line."""
+        result = load_document(conn, spool, keep_generations=generations, keep_changes=changes)
+        print(load_counts_line(result), flush=True)
 
     print(f"loading a demo graph of {origins:,} origins ...", flush=True)
     with tempfile.TemporaryFile() as spool:
         write_demo_document(spool, origins=origins, seed=1)
         spool.seek(0)
-        print(load_counts_line(load_document(conn, spool, None, keep_generations)), flush=True)
+        load(spool)
     with tempfile.TemporaryFile() as spool:
         twin = write_twin_document(spool, origins, seed=1, fraction=DEV_DEMO_CHANGES)
         spool.seek(0)
@@ -273,7 +282,7 @@ def _load_dev_demo(conn: psycopg.Connection, origins: int, keep_generations: int
             f"{changes_line(twin)} ...",
             flush=True,
         )
-        print(load_counts_line(load_document(conn, spool, None, keep_generations)), flush=True)
+        load(spool)
 
 
 def _run_until_exit(command: list[str], env: dict[str, str]) -> int:

@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 
 from registry.database.queries import QUERIES
-from registry.database.rows import all_rows, one_row
+from registry.database.rows import all_rows, one_row, scalars
 
 
 def add_empty_change_sets(conn: psycopg.Connection) -> list[str]:
@@ -21,7 +21,7 @@ def add_empty_change_sets(conn: psycopg.Connection) -> list[str]:
     if not schemas:
         return []
     before = one_row(conn, QUERIES["meta/get_search_path"])["search_path"]
-    readers = [row["role_name"] for row in all_rows(conn, QUERIES["load/grant_readers"])]
+    readers = scalars(conn, QUERIES["meta/list_reader_role_names"])
     for schema in schemas:
         conn.execute(QUERIES["meta/set_search_path"], {"search_path": schema})
         conn.execute(QUERIES["meta/create_empty_changes"])

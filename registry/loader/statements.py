@@ -159,7 +159,7 @@ def grant_readers(conn: psycopg.Connection) -> list[str]:
     """Give the registered read-only roles SELECT on the new graph; forget those that no
     longer exist (dropped by an operator) and return their names."""
     forgotten = scalars(conn, QUERIES["load/forget_missing_readers"])
-    for role in scalars(conn, QUERIES["load/grant_readers"]):
+    for role in scalars(conn, QUERIES["meta/list_reader_role_names"]):
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
         conn.execute(
             sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph_next TO {}").format(

@@ -32,7 +32,7 @@ BEGIN
     -- The rows kept from p (kept): those of origins absent from n's change set, ended after s,
     -- lo raised to s. The origins computed again (k): n's change set's, or every origin in a
     -- kept change set up to n; their changes after s (c), each one's lo and last; the record
-    -- at n (z), looked up by change_log's primary key (kept apart by OFFSET 0: joined, the
+    -- at n (z), looked up by its id and generation (kept apart by OFFSET 0: joined, the
     -- planner may hash a whole read of change_log, the first change set's million rows
     -- included). The rows with lo = s, those of since s, are numbered in id order (pos).
     INSERT INTO registry_meta.net_changes (generation, id, lo, until, last, kind, blocks, pos)

@@ -362,9 +362,9 @@ EXPORTS = {
     **{f"{name}_as_csv": (args, True) for name, args in EXPORT_PATHS.items()},
 }
 EXPORT_SETUP = {
-    "origins/begin_export",
-    "origins/set_export_settings",
-    "origins/get_export_stamp",
+    "exports/begin_export",
+    "exports/set_export_settings",
+    "exports/get_export_stamp",
     "origins/origin_csv_exists",
 }
 
@@ -440,8 +440,8 @@ def test_an_origins_history_reads_the_change_log_by_id(plan_graph: PlanGraph) ->
 
 
 def test_every_request_time_query_is_covered() -> None:
-    """Each file under sql/origins and sql/summary is EXPLAINed above (or is an export's BEGIN
-    and its one-row stamp)."""
+    """Each file under sql/origins and sql/summary is EXPLAINed above, and sql/exports holds
+    only an export's BEGIN, its settings and its one-row stamp."""
     covered = {ALL, FLAGS, NETWORK, NETWORK_AND_STATION, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
     covered |= EXPORT_SETUP
     covered |= {BY_IDS, EXPORT_BY_IDS, EXPORT_BY_IDS + "_as_csv", *FACET_SETUP}
@@ -460,7 +460,7 @@ def test_every_request_time_query_is_covered() -> None:
     covered.add(HISTORY)
     files = {
         f"{folder}/{name}"
-        for folder in ("origins", "summary")
+        for folder in ("origins", "summary", "exports")
         for name, _ in QUERIES.folder(folder)
     }
     assert files == covered
@@ -817,9 +817,9 @@ def test_the_records_since_m_are_read_by_generation_and_id(
 
 
 def line_function_calls(conn: psycopg.Connection[Any], query: str, params: Any) -> list[str]:
-    """What the plan's nodes compute by calling net_change_json or net_change_csv (migration
-    004) rather than their bodies, inlined: a call through the SQL function executor for every
-    line."""
+    """What the plan's nodes compute by calling net_change_json or net_change_csv
+    (sql/definitions) rather than their bodies, inlined: a call through the SQL function
+    executor for every line."""
     row = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query, params).fetchone()
     assert row is not None
     outputs = [item for node in nodes(row[0][0]["Plan"]) for item in node.get("Output", ())]

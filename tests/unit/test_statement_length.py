@@ -18,7 +18,7 @@ from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 from registry.database.queries import QUERIES
 
 # The folders of the statements a request runs.
-REQUEST_TIME = ("origins", "summary", "changes", "session")
+REQUEST_TIME = ("origins", "summary", "changes", "session", "exports")
 # The longest schema a request may name: graph_g<n>, n a bigint.
 LONGEST_SCHEMA = "graph_g" + "9" * 19
 
