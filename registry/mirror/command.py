@@ -155,10 +155,12 @@ def _sync(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
                 "--reset replaces it with an export of the new URL"
             )
         stop = threading.Event()
-        step = Step(Client(url, secret), store, url, report, progress_for(sys.stderr), stop)
-        if args.follow is None:
-            return _once(step, args, stop)
-        return _follow(step, args, stop)
+        client = Client(url, secret)
+        step = Step(client, store, url, report, progress_for(sys.stderr), stop)
+        try:
+            return _once(step, args, stop) if args.follow is None else _follow(step, args, stop)
+        finally:
+            client.close()
     finally:
         store.close()
 
