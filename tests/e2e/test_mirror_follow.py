@@ -102,6 +102,44 @@ def test_a_signal_mid_step_rolls_the_step_back_and_exits_0(
     assert held_records(target) == before
 
 
+def test_a_token_file_is_read_again_at_each_step(registry: Registry, tmp_path: Path) -> None:
+    """--token-file is read at each request, so a token replaced in it is sent from the next
+    step on: here one the service refuses, which ends the run (exit 1, the service's error)."""
+    target, log = str(tmp_path / "copy.sqlite"), tmp_path / "stderr.log"
+    token_file = tmp_path / "token"
+    token_file.write_text(registry.token + "\n")
+    with open(log, "w") as errors:
+        process = subprocess.Popen(
+            [
+                *SYNC,
+                "--url",
+                registry.proxy.base,
+                "--into",
+                target,
+                "--follow",
+                "0.2",
+                "--token-file",
+                str(token_file),
+            ],
+            cwd=ROOT,
+            env={k: v for k, v in os.environ.items() if k != "REGISTRY_TOKEN"},
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+    try:
+        wait_for_line(log, "generation 1: not modified", process)
+        token_file.write_text("rotated-but-not-a-token\n")
+        assert process.wait(timeout=30) == 1, log.read_text()
+    finally:
+        process.kill()
+    assert (
+        log.read_text()
+        .splitlines()[-1]
+        .startswith("registry mirror sync: the service refused the token (401): ")
+    )
+    assert registry.proxy.seen[-1].headers["Authorization"] == "Bearer rotated-but-not-a-token"
+
+
 def test_an_export_shows_its_progress_on_a_terminal(registry: Registry, tmp_path: Path) -> None:
     """Standard error a terminal: the export draws its bar (against Registry-Total) and then
     its line; to a file, the line alone (the other tests)."""
