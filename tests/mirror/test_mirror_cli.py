@@ -21,6 +21,9 @@ RECORDS = [
     {"origin": {"id": "svc:origin:2", "name": "tw\u00f6\n"}, "bans": {"allocated": True}},
 ]
 URL = "http://registry.example:8000"
+# A usage check that let an argument through would then retry an unreachable service for
+# minutes: giving up at the first failure makes such a regression an exit 1, at once.
+SYNC = ["sync", "--give-up-after", "0"]
 
 
 def mirror(*args: str, token: str | None = "a-token") -> Finished:
@@ -46,9 +49,9 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     ("args", "said"),
     [
         (["sync", "--into", "x.sqlite"], "the following arguments are required: --url"),
-        (["sync", "--url", "ftp://host", "--into", "x.sqlite"], "--url must be what precedes"),
-        (["sync", "--url", "http://host/?a=1", "--into", "x.sqlite"], "--url must be"),
-        (["sync", "--url", "http://host", "--into", "x.sqlite", "--follow", "0"], "--follow"),
+        ([*SYNC, "--url", "ftp://host", "--into", "x.sqlite"], "--url must be what precedes"),
+        ([*SYNC, "--url", "http://host/?a=1", "--into", "x.sqlite"], "--url must be"),
+        ([*SYNC, "--url", "http://host", "--into", "x.sqlite", "--follow", "0"], "--follow"),
         (["sync", "--url", "http://host", "--into", "x.sqlite", "--token", "t"], "--token t"),
         (["verify", "--into", "x.sqlite", "--url", "host:8000"], "--url must be"),
         (["status"], "the following arguments are required: --into"),
@@ -73,17 +76,17 @@ def test_the_token_comes_from_the_environment_or_a_file_never_an_argument(
     the service is asked (it is a dead port here, which would be exit 1) or the copy made."""
     base = f"http://127.0.0.1:{dead_port()}"
     target = str(tmp_path / "copy.sqlite")
-    done = mirror("sync", "--url", base, "--into", target, token=None)
+    done = mirror(*SYNC, "--url", base, "--into", target, token=None)
     assert (done.returncode, done.stderr) == (
         2,
         "registry mirror sync: no token: set REGISTRY_TOKEN or give --token-file PATH\n",
     )
     missing = tmp_path / "no-such-token"
-    done = mirror("sync", "--url", base, "--into", target, "--token-file", str(missing))
+    done = mirror(*SYNC, "--url", base, "--into", target, "--token-file", str(missing))
     assert done.returncode == 2 and f"cannot read --token-file {missing}" in done.stderr
     empty = tmp_path / "empty-token"
     empty.write_text("\n")
-    done = mirror("sync", "--url", base, "--into", target, "--token-file", str(empty))
+    done = mirror(*SYNC, "--url", base, "--into", target, "--token-file", str(empty))
     assert done.returncode == 2 and "is empty" in done.stderr
     assert not Path(target).exists()
 
