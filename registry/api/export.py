@@ -47,6 +47,7 @@ from registry.api.metrics import count_export_refused, observe_export_ended, obs
 from registry.api.origin_csv import OriginCsvWriter, stored_rows
 from registry.database.exports import (
     OpenedExport,
+    Rows,
     close_export,
     fetch_export_batch,
     open_origin_export,
@@ -178,7 +179,7 @@ class ExportBody:
         # The server began sending the body (the export counts in the metrics from then).
         self._streaming = False
         self._ended = threading.Event()
-        self._cursor: psycopg.ServerCursor | None = None
+        self._cursor: Rows | None = None
         try:
             self._conn, self._give_back = take_connection()
         except BaseException:

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from registry.database.exports import OpenedExport, open_export
+from registry.database.exports import ExportRead, OpenedExport, open_export
 from registry.database.generations import LIVE_SCHEMA, Stamp, row_stamp
 from registry.database.queries import QUERIES
 from registry.database.rows import all_rows, one_row, scalar
@@ -149,11 +149,11 @@ def open_change_export(
 ) -> OpenedExport:
     """Begin the export of every change the filters match: JSON objects, or CSV rows."""
 
-    def plan(conn: psycopg.Connection, schema: str) -> tuple[int, str, dict[str, Any], bool]:
+    def plan(conn: psycopg.Connection, schema: str) -> ExportRead:
         """The filtered total and the export statement, in the export's snapshot."""
         total = list_changes(conn, filters, 0, 0, schema)[1].total
         statement, params = export_changes_query(filters, schema, csv_rows)
-        return total, statement, params, csv_rows
+        return ExportRead(total, statement, params, csv_rows)
 
     return open_export(conn, generation, first, plan)
 

@@ -20,10 +20,11 @@ existed has only its records: a CSV export of it reads those, and the caller wri
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.adapt import Buffer, Loader
@@ -48,6 +49,8 @@ MOVED = Stamp(0, datetime.min.replace(tzinfo=UTC), None)
 _ATTEMPTS = 4
 
 CURSOR_NAME = "registry_export"
+# The largest uuid: nothing comes after it.
+_LAST_UUID = (1 << 128) - 1
 
 
 class _RawText(Loader):
@@ -58,13 +61,74 @@ class _RawText(Loader):
         return bytes(data)
 
 
+class Rows(Protocol):
+    """Where an export's rows come from: a server-side cursor, or KeysetRows."""
+
+    def fetchmany(self, size: int) -> list[Any]:
+        """The next rows, at most size (each a one-item sequence: the line)."""
+
+    def close(self) -> None:
+        """Release it (after the transaction ended)."""
+
+
+class KeysetRows:
+    """An export's rows read batch by batch, each batch a statement of its own that starts at
+    the origin id after the last one read (keyset), in the export's one snapshot.
+
+    A server-side cursor keeps a buffer pin on the index page it stands on between FETCHes
+    (an index-only scan does, up to PostgreSQL 17), and a VACUUM of that index waits for
+    every pin on its leaf pages: a load's VACUUM of net_changes, right after its commit,
+    waited for as long as a since export's client paused. A statement that has ended holds
+    none. The statement takes %(from)s (a uuid) and %(batch)s and returns (id, line) in id
+    order.
+    """
+
+    def __init__(self, conn: psycopg.Connection, statement: str, params: dict[str, Any]):
+        # The simple query protocol: the server drops each batch's portal as its statement
+        # ends. The extended protocol's unnamed portal would stay open until the next batch,
+        # its index scan (stopped at the batch's LIMIT) pinning the page it stands on.
+        self._cursor = psycopg.ClientCursor(conn)
+        self._cursor.adapters.register_loader("text", _RawText)
+        self._statement = statement
+        self._params = params
+        self._from: uuid.UUID | None = uuid.UUID(int=0)
+
+    def fetchmany(self, size: int) -> list[tuple[bytes]]:
+        """The next rows, at most size; [] at the end."""
+        if self._from is None or size <= 0:
+            return []
+        params = {**self._params, "from": self._from, "batch": size}
+        rows = self._cursor.execute(self._statement, params).fetchall()
+        last = int(rows[-1][0]) if rows else None
+        ended = len(rows) < size or last == _LAST_UUID
+        self._from = None if ended or last is None else uuid.UUID(int=last + 1)
+        return [(line,) for _, line in rows]
+
+    def close(self) -> None:
+        """Close the client-side cursor."""
+        self._cursor.close()
+
+
+@dataclass(frozen=True)
+class ExportRead:
+    """What an export reads, worked out inside its snapshot: how many rows, the statement and
+    its parameters, whether the rows are CSV lines (else stored records), and whether the
+    statement is read by keyset batches (KeysetRows) instead of a server-side cursor."""
+
+    total: int
+    statement: str
+    params: dict[str, Any]
+    csv_rows: bool
+    keyset: bool = False
+
+
 @dataclass(frozen=True)
 class OpenedExport:
-    """An export under way: its stamp, its cursor, the first rows, what the rows are, and how
-    many there will be."""
+    """An export under way: its stamp, where its rows come from, the first rows, what the
+    rows are, and how many there will be."""
 
     stamp: Stamp
-    cursor: psycopg.ServerCursor
+    cursor: Rows
     first: list[bytes]
     # The rows are CSV lines (origin_csv); else stored records (JSON text).
     csv_rows: bool
@@ -91,9 +155,8 @@ def _export_query(filters: dict[str, Any], csv_rows: bool = False) -> tuple[str,
     return (name + "_as_csv" if csv_rows else name), params
 
 
-# What an export reads in the schema of its generation: (total, statement, parameters, whether
-# the rows are CSV lines), worked out inside the export's snapshot.
-ExportPlan = Callable[[psycopg.Connection, str], tuple[int, str, dict[str, Any], bool]]
+# What an export reads in the schema of its generation, worked out inside its snapshot.
+ExportPlan = Callable[[psycopg.Connection, str], ExportRead]
 
 
 def open_origin_export(
@@ -109,12 +172,12 @@ def open_origin_export(
     them (OpenedExport.csv_rows says which).
     """
 
-    def plan(conn: psycopg.Connection, schema: str) -> tuple[int, str, dict[str, Any], bool]:
+    def plan(conn: psycopg.Connection, schema: str) -> ExportRead:
         """The listing's total and the export statement, in the export's snapshot."""
         stored_csv = csv_rows and _has_csv_rows(conn, schema)
         total = list_origins(conn, filters, 0, 0, schema)[1].total
         name, params = _export_query(filters, stored_csv)
-        return total, graph_statement(name, schema), params, stored_csv
+        return ExportRead(total, graph_statement(name, schema), params, stored_csv)
 
     return open_export(conn, generation, first, plan)
 
@@ -130,34 +193,40 @@ def open_export(
     happened. A generation not kept raises as any pinned read does
     (registry.database.generations).
     """
-    opened: list[psycopg.ServerCursor] = []
+    opened: list[Rows] = []
 
     def attempt(conn: psycopg.Connection, schema: str) -> tuple[Stamp, OpenedExport]:
-        """Declare the cursor on schema between two reads of its stamp, and read the first
-        rows. When a load renamed the schemas meanwhile, the second read does not see the
-        first one's row (it reads a newer graph, invisible to this snapshot) and the stamp
-        returned is MOVED, so that the caller tries again."""
+        """Declare the cursor on schema (or read the first keyset batch) between two reads of
+        its stamp, and read the first rows. When a load renamed the schemas meanwhile, the
+        second read does not see the first one's row (it reads a newer graph, invisible to
+        this snapshot) and the stamp returned is MOVED, so that the caller tries again."""
         # A pinned read may try another schema after a load renamed them: start afresh.
         close_export(conn, opened.pop() if opened else None)
         conn.execute(_BEGIN)
         conn.execute(_SETTINGS)
-        cursor = conn.cursor(CURSOR_NAME)
-        opened.append(cursor)
         stamp_query = graph_statement(_STAMP, schema)
         try:
             before = first_row(conn, stamp_query)
-            total, statement, params, csv_lines = plan(conn, schema)
-            cursor.adapters.register_loader("text", _RawText)
-            cursor.execute(statement, params)
+            read = plan(conn, schema)
+            cursor: Rows
+            if read.keyset:
+                cursor = KeysetRows(conn, read.statement, read.params)
+            else:
+                server_cursor = conn.cursor(CURSOR_NAME)
+                server_cursor.adapters.register_loader("text", _RawText)
+                cursor = server_cursor
+            opened.append(cursor)
+            if not read.keyset:
+                server_cursor.execute(read.statement, read.params)
             after = first_row(conn, stamp_query)
             rows = fetch_export_batch(cursor, first)
         except BaseException:
-            close_export(conn, opened.pop())
+            close_export(conn, opened.pop() if opened else None)
             raise
         if before is None or after != before:
-            return MOVED, OpenedExport(MOVED, cursor, [], csv_lines)
+            return MOVED, OpenedExport(MOVED, cursor, [], read.csv_rows)
         stamp = row_stamp(before)
-        return stamp, OpenedExport(stamp, cursor, rows, csv_lines, total)
+        return stamp, OpenedExport(stamp, cursor, rows, read.csv_rows, read.total)
 
     try:
         for _ in range(_ATTEMPTS):
@@ -176,13 +245,13 @@ def _has_csv_rows(conn: psycopg.Connection, schema: str) -> bool:
     return bool(scalar(conn, _HAS_CSV_ROWS, {"schema": schema}))
 
 
-def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
+def fetch_export_batch(cursor: Rows, size: int) -> list[bytes]:
     """The next rows (records as JSON text, or CSV lines; UTF-8 bytes) of the export, at most
     size; [] at the end."""
     return [line for (line,) in cursor.fetchmany(size)]
 
 
-def close_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:
+def close_export(conn: psycopg.Connection, cursor: Rows | None) -> None:
     """End the export: its transaction and its cursor, so the connection is idle again.
 
     Safe after an error and when the connection is broken (then there is nothing to end).

@@ -146,7 +146,7 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
         conn.execute(
             sql.SQL(
                 "GRANT SELECT ON registry_meta.change_log, registry_meta.net_changes, "
-                "registry_meta.net_counts TO {}"
+                "registry_meta.net_counts, registry_meta.net_buckets TO {}"
             ).format(name)
         )
         for schema in scalars(conn, QUERIES["meta/list_generation_schemas"]):

@@ -1,25 +1,21 @@
--- Returns every net change from since %(since)s to the generation of the graph in schema
--- {graph} (docs/api.md, "Changes between generations") as its JSON object (line) or CSV row
--- (csv_line), by origin id; read through a server-side cursor in batches. The column is chosen
--- by the caller: {column}. Every net change; the changes of one kind, or of one block, are
--- export_net_changes_of_kind.sql, of the same shape. n is the generation and its oldest since
--- (registry_meta.oldest_since_row, inlined), computed once. The rows come from the branch of
--- list_net_changes.sql that the since takes, the others cut off by their one-time filters: a
--- range of net_changes_lo_idx for n's oldest since, of net_changes_until_idx for n - 1
--- (migration 005), else the planner's pick, such as net_changes_pkey, (generation, id, until),
--- filtered on the since; each in id order, merged without a sort. Each row then finds its
--- records by change_log_generation_id_idx, (generation, id) (migration 009): the version's at
--- until, and the record at n at last, which is the same row when until = last (an origin
--- changed once since), read once (net_change_json and net_change_csv, inlined). The two
--- lookups are subqueries kept apart (OFFSET 0), so each is a nested loop on both index
--- columns: joined, the planner may merge-join a whole walk of change_log instead, or look up
--- by id alone.
+-- Returns the next %(batch)s net changes, from origin id %(from)s on, from since %(since)s to
+-- generation %(generation)s, whose oldest since is %(oldest)s (docs/api.md, "Changes since any
+-- generation"; both read by the export's first statement, in its snapshot: a batch names no
+-- graph schema, which a load may rename between two batches):
+-- each id and its JSON object or CSV row ({column}: line or csv_line), by id. Each batch is
+-- a statement of its own in the export's snapshot (registry.database.exports.KeysetRows), so
+-- no buffer of net_changes stays pinned between batches: a load's VACUUM never waits for a
+-- slow reader. Of one kind or block: export_net_changes_of_kind.sql, of the same shape. The
+-- rows come from the branch of list_net_changes.sql the since takes, each from %(from)s:
+-- net_changes_lo_idx for n's oldest since, net_changes_until_idx for n - 1, else the
+-- planner's pick (net_changes_pkey); in id order, merged without a sort. Each row finds its
+-- records by change_log_generation_id_idx: the version's at until, and the record at n at
+-- last (read once when until = last), in subqueries kept apart (OFFSET 0) so that each is an
+-- index lookup on both columns (registry/database/changes_since.py).
 WITH n AS MATERIALIZED (
-    SELECT i.generation, o.since
-    FROM {graph}.graph_info AS i
-    CROSS JOIN LATERAL registry_meta.oldest_since_row(i.generation) AS o
+    SELECT %(generation)s::bigint AS generation, %(oldest)s::bigint AS since
 )
-SELECT l.{column}
+SELECT l.id, l.{column}
 FROM (SELECT x.id,
              registry_meta.net_change_json(
                  x.id, x.kind, x.blocks, b.before,
@@ -36,6 +32,7 @@ FROM (SELECT x.id,
              WHERE x.generation = (SELECT n.generation FROM n)
                AND %(since)s::bigint = (SELECT n.since FROM n)
                AND x.lo = %(since)s::bigint
+               AND x.id >= %(from)s::uuid
              ORDER BY x.id)
             UNION ALL
             (SELECT x.id, x.until, x.last, x.kind, x.blocks
@@ -44,6 +41,7 @@ FROM (SELECT x.id,
                AND %(since)s::bigint + 1 = (SELECT n.generation FROM n)
                AND %(since)s::bigint <> (SELECT n.since FROM n)
                AND x.until = %(since)s::bigint + 1
+               AND x.id >= %(from)s::uuid
              ORDER BY x.id)
             UNION ALL
             (SELECT x.id, x.until, x.last, x.kind, x.blocks
@@ -52,6 +50,7 @@ FROM (SELECT x.id,
                AND %(since)s::bigint + 1 <> (SELECT n.generation FROM n)
                AND %(since)s::bigint <> (SELECT n.since FROM n)
                AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
+               AND x.id >= %(from)s::uuid
              ORDER BY x.id)) AS x
       CROSS JOIN LATERAL (
           SELECT v.before, v.before_name, v.before_address,
@@ -64,4 +63,5 @@ FROM (SELECT x.id,
           FROM registry_meta.change_log AS z
           WHERE z.id = x.id AND z.generation = x.last AND x.last <> x.until
           OFFSET 0) AS a ON true) AS l
-ORDER BY l.id;
+ORDER BY l.id
+LIMIT %(batch)s::integer;

@@ -4,11 +4,9 @@
 -- filtered on the kind and the block, and since the oldest since the range is of
 -- net_changes_kind_lo_idx, (generation, kind, lo, id) (migration 005), in id order.
 WITH n AS MATERIALIZED (
-    SELECT i.generation, o.since
-    FROM {graph}.graph_info AS i
-    CROSS JOIN LATERAL registry_meta.oldest_since_row(i.generation) AS o
+    SELECT %(generation)s::bigint AS generation, %(oldest)s::bigint AS since
 )
-SELECT l.{column}
+SELECT l.id, l.{column}
 FROM (SELECT x.id,
              registry_meta.net_change_json(
                  x.id, x.kind, x.blocks, b.before,
@@ -28,6 +26,7 @@ FROM (SELECT x.id,
                -- of the kind (or block)
                AND x.kind = %(kind)s::text
                AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
+               AND x.id >= %(from)s::uuid
              ORDER BY x.id)
             UNION ALL
             (SELECT x.id, x.until, x.last, x.kind, x.blocks
@@ -39,6 +38,7 @@ FROM (SELECT x.id,
                -- of the kind (or block)
                AND x.kind = %(kind)s::text
                AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
+               AND x.id >= %(from)s::uuid
              ORDER BY x.id)
             UNION ALL
             (SELECT x.id, x.until, x.last, x.kind, x.blocks
@@ -50,6 +50,7 @@ FROM (SELECT x.id,
                -- of the kind (or block)
                AND x.kind = %(kind)s::text
                AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
+               AND x.id >= %(from)s::uuid
              ORDER BY x.id)) AS x
       CROSS JOIN LATERAL (
           SELECT v.before, v.before_name, v.before_address,
@@ -62,4 +63,5 @@ FROM (SELECT x.id,
           FROM registry_meta.change_log AS z
           WHERE z.id = x.id AND z.generation = x.last AND x.last <> x.until
           OFFSET 0) AS a ON true) AS l
-ORDER BY l.id;
+ORDER BY l.id
+LIMIT %(batch)s::integer;

@@ -1,13 +1,10 @@
--- Returns one row for since %(since)s (docs/api.md, "Changes between generations"): the stamp
--- of the graph in schema {graph} (n), whether since was produced, n's oldest since (o,
--- computed once), the newest generation, the total of the net changes since (net_counts), the
--- page (offset+1 .. offset+limit by origin id: one JSON array text), n's previous and the net
--- counts. Every net change; of one kind or block: list_net_changes_of_kind.sql. One of three
--- branches answers, the others cut off by one-time filters: since o, the places offset+1 ..
--- offset+limit of net_changes_pos_idx (the page itself: the last page costs what the first
--- does); since n - 1, net_changes_until_idx; any other since, the planner's pick. Each row's
--- records are looked up by change_log_generation_id_idx. Why each part is kept apart (OFFSET
--- 0, LIMIT 1), and why this text stays under 4096 bytes: registry/database/changes_since.py.
+-- Returns one row for since %(since)s (docs/api.md, "Changes since any generation"): the
+-- stamp of the graph in schema {graph} (n), whether since was produced, n's oldest since (o),
+-- the newest generation, the net changes' total (net_counts), the page (offset+1 ..
+-- offset+limit by origin id, one JSON array text), n's previous and the net counts. Of one
+-- kind or block: list_net_changes_of_kind.sql. One branch answers, per since: o, a range of
+-- net_changes_pos_idx; n - 1, of net_changes_until_idx; any other, the bucket the page starts
+-- in (net_buckets) and a walk of net_changes_pkey from it. Why: registry/database/changes_since.py.
 SELECT i.generation,
        i.committed_at,
        i.digest,
@@ -39,21 +36,28 @@ CROSS JOIN LATERAL (
              AND x.pos <= %(offset)s::bigint + %(limit)s::integer
              AND %(since)s::bigint = o.since)
           UNION ALL
-          (SELECT r.id, r.until, r.last, r.kind, r.blocks
-           FROM ((SELECT x.id, x.until, x.last, x.kind, x.blocks
-                  FROM registry_meta.net_changes AS x
-                  WHERE x.generation = i.generation AND x.until = i.generation
-                    AND %(since)s::bigint = i.generation - 1 AND %(since)s::bigint <> o.since
-                  ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
-                 UNION ALL
-                 (SELECT x.id, x.until, x.last, x.kind, x.blocks
-                  FROM registry_meta.net_changes AS x
-                  WHERE x.generation = i.generation
-                    AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
-                    AND %(since)s::bigint <> o.since AND %(since)s::bigint <> i.generation - 1
-                  ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
-                 ORDER BY id
-                 OFFSET %(offset)s::bigint LIMIT %(limit)s::integer) AS r)) AS q
+          (SELECT x.id, x.until, x.last, x.kind, x.blocks
+           FROM registry_meta.net_changes AS x
+           WHERE x.generation = i.generation AND x.until = i.generation
+             AND %(since)s::bigint = i.generation - 1 AND %(since)s::bigint <> o.since
+           ORDER BY x.id OFFSET %(offset)s::bigint LIMIT %(limit)s::integer)
+          UNION ALL
+          (SELECT y.id, y.until, y.last, y.kind, y.blocks
+           FROM (SELECT k.start, k.before
+                 FROM (SELECT b.start, sum(b.total) OVER (ORDER BY b.start) - b.total AS before
+                       FROM registry_meta.net_buckets AS b
+                       WHERE b.generation = i.generation AND b.since = %(since)s::bigint
+                         AND b.what = '' AND %(since)s::bigint <> o.since
+                         AND %(since)s::bigint <> i.generation - 1) AS k
+                 WHERE k.before <= %(offset)s::bigint
+                 ORDER BY k.start DESC LIMIT 1) AS k
+           CROSS JOIN LATERAL (
+               SELECT x.id, x.until, x.last, x.kind, x.blocks
+               FROM registry_meta.net_changes AS x
+               WHERE x.generation = i.generation AND x.id >= k.start
+                 AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
+               ORDER BY x.id
+               OFFSET %(offset)s::bigint - k.before LIMIT %(limit)s::integer) AS y)) AS q
     CROSS JOIN LATERAL (
         SELECT v.before, v.after
         FROM registry_meta.change_log AS v

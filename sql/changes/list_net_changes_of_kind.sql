@@ -1,8 +1,8 @@
 -- As list_net_changes.sql, for the net changes of one kind (%(kind)s) and, when %(block)s is
--- not null, only those whose record differs in that block (kind is then changed). Each
--- branch is filtered on both (a block is null or not for the whole statement). Since the
--- oldest since, branch 1 reads net_changes_kind_lo_idx, not the places (they number every
--- kind together), so the page's OFFSET and LIMIT apply to all three branches.
+-- not null, only those whose record differs in that block (kind is then changed). Two
+-- branches, each filtered on both: n - 1, a range of net_changes_until_idx; any other since
+-- (o too: the places number every kind together), the bucket the page starts in, counted
+-- for that kind or block (net_buckets.what), and a walk of net_changes_pkey from it.
 SELECT i.generation,
        i.committed_at,
        i.digest,
@@ -34,30 +34,31 @@ CROSS JOIN LATERAL (
                ',' ORDER BY q.id), '') || ']' AS records
     FROM ((SELECT x.id, x.until, x.last, x.kind, x.blocks
            FROM registry_meta.net_changes AS x
-           WHERE x.generation = i.generation AND x.lo = %(since)s::bigint
-             AND x.kind = %(kind)s::text
-             AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
-             AND %(since)s::bigint = o.since
-           ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
-          UNION ALL
-          (SELECT x.id, x.until, x.last, x.kind, x.blocks
-           FROM registry_meta.net_changes AS x
            WHERE x.generation = i.generation AND x.until = i.generation
              AND x.kind = %(kind)s::text
              AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
              AND %(since)s::bigint = i.generation - 1 AND %(since)s::bigint <> o.since
-           ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
+           ORDER BY x.id OFFSET %(offset)s::bigint LIMIT %(limit)s::integer)
           UNION ALL
-          (SELECT x.id, x.until, x.last, x.kind, x.blocks
-           FROM registry_meta.net_changes AS x
-           WHERE x.generation = i.generation
-             AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
-             AND x.kind = %(kind)s::text
-             AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
-             AND %(since)s::bigint <> o.since AND %(since)s::bigint <> i.generation - 1
-           ORDER BY x.id LIMIT %(offset)s::bigint + %(limit)s::integer)
-          ORDER BY id
-          OFFSET %(offset)s::bigint LIMIT %(limit)s::integer) AS q
+          (SELECT y.id, y.until, y.last, y.kind, y.blocks
+           FROM (SELECT k.start, k.before
+                 FROM (SELECT b.start, sum(b.total) OVER (ORDER BY b.start) - b.total AS before
+                       FROM registry_meta.net_buckets AS b
+                       WHERE b.generation = i.generation AND b.since = %(since)s::bigint
+                         AND b.what = coalesce(%(block)s::text, %(kind)s::text)
+                         AND (%(since)s::bigint = o.since
+                              OR %(since)s::bigint <> i.generation - 1)) AS k
+                 WHERE k.before <= %(offset)s::bigint
+                 ORDER BY k.start DESC LIMIT 1) AS k
+           CROSS JOIN LATERAL (
+               SELECT x.id, x.until, x.last, x.kind, x.blocks
+               FROM registry_meta.net_changes AS x
+               WHERE x.generation = i.generation AND x.id >= k.start
+                 AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
+                 AND x.kind = %(kind)s::text
+                 AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
+               ORDER BY x.id
+               OFFSET %(offset)s::bigint - k.before LIMIT %(limit)s::integer) AS y)) AS q
     CROSS JOIN LATERAL (
         SELECT v.before, v.after
         FROM registry_meta.change_log AS v

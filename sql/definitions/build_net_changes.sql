@@ -118,5 +118,7 @@ BEGIN
     LEFT JOIN steps AS t ON t.at <= g.generation
     WHERE g.generation >= s AND g.generation <= n
     GROUP BY g.generation;
+    -- The same counts per bucket of origin ids, which a page of any since starts from.
+    PERFORM registry_meta.build_net_buckets(n);
 END
 $fn$;

@@ -11,4 +11,4 @@ SET change_bytes = (SELECT coalesce(sum(pg_column_size(l.*)), 0)
                     FROM registry_meta.change_log AS l
                     WHERE l.generation = g.generation)
 WHERE g.generation = (SELECT i.generation FROM graph_next.graph_info AS i);
-ANALYZE registry_meta.net_changes, registry_meta.net_counts;
+ANALYZE registry_meta.net_changes, registry_meta.net_counts, registry_meta.net_buckets;

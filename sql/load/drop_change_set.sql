@@ -9,6 +9,10 @@
 -- migration 006), so that a page of them is still a range of net_changes_pos_idx.
 WITH gone AS (
     DELETE FROM registry_meta.change_log WHERE generation = %(generation)s::bigint
+), buckets AS (
+    -- The counts of the sinces now gone; those of later sinces stay as they are (a row that
+    -- ends by g, or begins before it, answered no since from g on differently).
+    DELETE FROM registry_meta.net_buckets WHERE since < %(generation)s::bigint
 ), ended AS (
     DELETE FROM registry_meta.net_changes
     WHERE generation >= %(generation)s::bigint AND until <= %(generation)s::bigint

@@ -2,4 +2,4 @@
 -- {graph}, so that its index-only scans skip the heap (registry/loader/visibility.py), the
 -- net changes' included (contract 12: a page of since= is a range of their index).
 VACUUM {graph}.origin_rows, {graph}.origin_docs, {graph}.origin_csv, {graph}.origin_search,
-    registry_meta.net_changes, registry_meta.net_counts;
+    registry_meta.net_changes, registry_meta.net_counts, registry_meta.net_buckets;

@@ -141,7 +141,8 @@ def drop_change_log(conn: psycopg.Connection) -> None:
     indexed) and every function of registry_meta (none was defined before 004), to replay
     older migrations."""
     conn.execute(
-        "DROP TABLE registry_meta.change_log, registry_meta.net_changes, registry_meta.net_counts;"
+        "DROP TABLE registry_meta.change_log, registry_meta.net_changes, registry_meta.net_counts,"
+        " registry_meta.net_buckets;"
         " ALTER TABLE registry_meta.generations DROP COLUMN change_bytes,"
         " DROP COLUMN changes_dropped_at"
     )

@@ -8,6 +8,7 @@ import io
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 import psycopg
@@ -252,6 +253,7 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
             "008_change_log_in_line",
             "009_change_log_by_generation",
             "010_digests",
+            "011_net_buckets",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
@@ -352,6 +354,7 @@ def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
             "008_change_log_in_line",
             "009_change_log_by_generation",
             "010_digests",
+            "011_net_buckets",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert places_are_exact(conn) > 0
@@ -378,15 +381,24 @@ def live(conn: psycopg.Connection) -> int:
     return stamp.generation
 
 
+def whole_export(conn: psycopg.Connection) -> dict[str, Any]:
+    """The parameters of the export since the live generation's oldest since, read in one
+    batch from the first origin id (it is read by keyset batches:
+    registry.database.exports.KeysetRows)."""
+    generation = live(conn)
+    since = oldest_since(conn, generation)
+    return {"since": since, "generation": generation, "oldest": since,
+            "from": "00000000-0000-0000-0000-000000000000", "batch": 2**31 - 1}  # fmt: skip
+
+
 def line_functions_inlined(conn: psycopg.Connection) -> bool:
     """Whether the export of the net changes since the live generation's oldest since builds
     its lines in the statement, JSON and CSV (no call of a line function left in its plan)."""
-    since = oldest_since(conn, live(conn))
     plans = [
         conn.execute(
             "EXPLAIN (VERBOSE, FORMAT JSON) "
             + change_statement("changes/export_net_changes", "graph", column),
-            {"since": since},
+            whole_export(conn),
         ).fetchone()
         for column in ("line", "csv_line")
     ]
@@ -395,12 +407,11 @@ def line_functions_inlined(conn: psycopg.Connection) -> bool:
 
 def export_lines(conn: psycopg.Connection) -> list[str]:
     """The lines of that export, JSON and CSV."""
-    since = oldest_since(conn, live(conn))
     return [
         line
         for column in ("line", "csv_line")
-        for (line,) in conn.execute(
-            change_statement("changes/export_net_changes", "graph", column), {"since": since}
+        for (_, line) in conn.execute(
+            change_statement("changes/export_net_changes", "graph", column), whole_export(conn)
         ).fetchall()
     ]
 
@@ -422,6 +433,7 @@ def test_an_upgraded_database_builds_the_lines_of_net_changes_in_the_statement(
             "008_change_log_in_line",
             "009_change_log_by_generation",
             "010_digests",
+            "011_net_buckets",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert line_functions_inlined(conn)
@@ -487,6 +499,7 @@ def test_an_upgraded_database_keeps_the_records_of_later_loads_in_line(
             "008_change_log_in_line",
             "009_change_log_by_generation",
             "010_digests",
+            "011_net_buckets",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert export_lines(conn) == lines
@@ -529,7 +542,11 @@ def test_an_upgraded_database_reads_one_change_set_by_generation_and_id(
         as_before_migration_9(conn)
         before = change_log_indexes(conn)
         assert not any("(generation, id)" in index for index in before), before
-        assert apply_migrations(conn) == ["009_change_log_by_generation", "010_digests"]
+        assert apply_migrations(conn) == [
+            "009_change_log_by_generation",
+            "010_digests",
+            "011_net_buckets",
+        ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         after = change_log_indexes(conn)
         assert [index for index in after if "(generation" in index] == [

@@ -55,7 +55,7 @@ def test_an_upgrade_computes_the_digest_of_every_kept_graph(
         assert len(set(loaded.values())) == 3 and EMPTY not in loaded.values()
         as_before_migration_10(conn)
 
-        assert apply_migrations(conn) == ["010_digests"]
+        assert apply_migrations(conn) == ["010_digests", "011_net_buckets"]
 
         assert digests(conn) == {1: None, 2: loaded[2], 3: loaded[3]}
         assert graph_digests(conn) == {2: loaded[2], 3: loaded[3]}
