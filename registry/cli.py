@@ -363,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     vacuum.set_defaults(run=command_db_vacuum)
 
+    _add_mirror_commands(commands)
+
     status = commands.add_parser(
         "status", help="the database: server, pg_trgm, schema, generations, reader roles"
     )
@@ -389,6 +391,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=command_serve)
     return parser
+
+
+def _add_mirror_commands(commands: Any) -> None:
+    """registry mirror sync|status|verify (docs/mirror.md); their code is imported when run."""
+    mirror = commands.add_parser("mirror", help="keep a proven copy of a registry (docs/mirror.md)")
+    actions = mirror.add_subparsers(dest="mirror_command", required=True, metavar="MIRROR_COMMAND")
+    into = {"metavar": "TARGET", "required": True, "help": "a SQLite file or a postgresql:// URL"}
+    token_file = {"metavar": "PATH", "default": None, "help": "the token (else REGISTRY_TOKEN)"}
+    sync = actions.add_parser("sync", help="bring the copy to the newest generation, proven")
+    sync.add_argument("--url", required=True, help="what precedes /registry")
+    sync.add_argument("--into", **into)
+    sync.add_argument(
+        "--follow",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="step again every SECONDS until SIGINT or SIGTERM",
+    )
+    sync.add_argument("--token-file", **token_file)
+    sync.add_argument(
+        "--reset", action="store_true", help="export again, even a copy of another URL"
+    )
+    sync.add_argument(
+        "--give-up-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop retrying after SECONDS (default: 300, and never with --follow)",
+    )
+    sync.set_defaults(run=_mirror("command_sync"))
+    status = actions.add_parser("status", help="the copy as one JSON object")
+    status.add_argument("--into", **into)
+    status.set_defaults(run=_mirror("command_status"))
+    verify = actions.add_parser("verify", help="recompute the copy's digest and compare it")
+    verify.add_argument("--into", **into)
+    verify.add_argument("--url", default=None, help="compare with this service's digest too")
+    verify.add_argument("--token-file", **token_file)
+    verify.add_argument("--repair", action="store_true", help="export again on a disagreement")
+    verify.set_defaults(run=_mirror("command_verify"))
+
+
+def _mirror(name: str) -> Any:
+    """A mirror subcommand that imports registry.mirror only when it runs."""
+
+    def run(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+        from registry.mirror import command
+
+        return int(getattr(command, name)(args, settings))
+
+    return run
 
 
 def _command_name(args: argparse.Namespace) -> str:

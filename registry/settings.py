@@ -72,6 +72,9 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_EXPORT_SLOTS_FILE": None,
     # Read by `registry db create-reader` only: the new role's password (never in argv).
     "REGISTRY_READER_PASSWORD": None,
+    # Read by `registry mirror` only: the token it sends to the registry it copies (never in
+    # argv; `--token-file PATH` is the other way), docs/mirror.md.
+    "REGISTRY_TOKEN": None,
 }
 
 _INTEGERS = {

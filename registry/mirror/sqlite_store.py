@@ -1,0 +1,160 @@
+"""The copy in a SQLite file, the default store (docs/mirror.md, "The store").
+
+WAL journal mode: readers of the copy keep reading the generation committed while a step
+writes, and a step's rows reach the file's WAL only as part of a transaction that is either
+committed there or ignored when the file is next opened, so a process killed at any instant
+(kill -9 included) leaves the previous generation or the new one, never half a step.
+`synchronous=FULL` makes a committed step survive a power loss too (one fsync per step).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+from registry.mirror.stores import (
+    MirrorRow,
+    Snapshot,
+    StoreBusy,
+    StoreUnusable,
+    batched,
+    statements,
+)
+
+SQL = statements("sqlite")
+# How long a step waits for another writer of the file (a user's own, briefly) before it
+# reports the copy busy.
+BUSY_TIMEOUT_S = 10.0
+# The WAL is cut back to this size after a checkpoint: an export writes the whole copy into
+# it once, and without a limit the file would keep that size.
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+READ_BATCH = 2000
+
+
+class SqliteWriter:
+    """A step's writes, inside the transaction SqliteStore.step began."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def state(self) -> MirrorRow | None:
+        """The mirror row, or None."""
+        return _row(self.conn)
+
+    def clear(self) -> None:
+        """Remove every origin."""
+        self.conn.execute(SQL["clear_origins"])
+
+    def insert(self, rows: list[tuple[str, str]]) -> None:
+        """Add rows the copy does not hold."""
+        self.conn.executemany(SQL["insert_origin"], rows)
+
+    def held(self, ids: list[str]) -> dict[str, str]:
+        """The records held for these ids."""
+        found = self.conn.execute(SQL["get_held"], (orjson.dumps(ids).decode(),))
+        return dict(found.fetchall())
+
+    def upsert(self, rows: list[tuple[str, str]]) -> None:
+        """Add or replace rows."""
+        self.conn.executemany(SQL["upsert_origin"], rows)
+
+    def delete(self, ids: list[str]) -> None:
+        """Remove these ids."""
+        if ids:
+            self.conn.execute(SQL["delete_origins"], (orjson.dumps(ids).decode(),))
+
+    def set_state(self, row: MirrorRow) -> None:
+        """Write the mirror row."""
+        self.conn.execute(
+            SQL["set_state"],
+            {
+                "url": row.url,
+                "generation": row.generation,
+                "digest": row.digest,
+                "etag": row.etag,
+                "synced_at": row.synced_at,
+            },
+        )
+
+
+class SqliteStore:
+    """A copy in one SQLite file."""
+
+    def __init__(self, target: str, conn: sqlite3.Connection):
+        self.target = target
+        self.conn = conn
+
+    @classmethod
+    def open(cls, target: str, create: bool) -> SqliteStore | None:
+        """The file's copy; with `create`, the file and tables made when missing; without,
+        None when the file or its tables are missing."""
+        path = Path(target)
+        if not create and not path.is_file():
+            return None
+        try:
+            # Autocommit: the store says where each transaction begins and ends itself.
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+            if mode != "wal":
+                raise StoreUnusable(f"{target}: SQLite cannot keep a write-ahead log there")
+            if create:
+                conn.executescript("BEGIN IMMEDIATE;\n" + SQL["create_tables"] + "\nCOMMIT;")
+            elif conn.execute(SQL["count_tables"]).fetchone()[0] != 2:
+                conn.close()
+                return None
+        except sqlite3.DatabaseError as error:
+            raise StoreUnusable(f"{target}: {error}") from error
+        return cls(target, conn)
+
+    def state(self) -> MirrorRow | None:
+        """The mirror row, or None."""
+        return _row(self.conn)
+
+    @contextmanager
+    def step(self) -> Iterator[SqliteWriter]:
+        """One write transaction, taken before the step asks the service anything, so that
+        a second mirror of the same file waits or is told it is busy."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise StoreBusy(
+                f"{self.target} is being written by another process: {error}"
+            ) from error
+        try:
+            yield SqliteWriter(self.conn)
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def count(self) -> int:
+        """How many origins the copy holds."""
+        return int(self.conn.execute(SQL["count_origins"]).fetchone()[0])
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """The row and every record, in one read transaction (WAL: one snapshot)."""
+        self.conn.execute("BEGIN")
+        try:
+            row = _row(self.conn)
+            cursor = self.conn.execute(SQL["all_records"])
+            yield Snapshot(row, batched(iter(cursor), READ_BATCH))
+        finally:
+            self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        """Close the file."""
+        self.conn.close()
+
+
+def _row(conn: sqlite3.Connection) -> MirrorRow | None:
+    """The mirror row of this connection's view."""
+    found = conn.execute(SQL["get_state"]).fetchone()
+    return None if found is None else MirrorRow(*found)

@@ -1,0 +1,194 @@
+"""One step of the mirror: bring the copy to the service's newest generation in one
+transaction, and prove it there by the digest (docs/mirror.md, "A step" and "Proof").
+
+The copy's digest is kept as the integer sum of its records' hashes (registry/digest.py):
+an export adds the hash of every line; a change subtracts the hash of the record the copy
+really holds for that id (read back from the store, never taken from the change's `before`,
+so a copy that drifted cannot prove itself equal) and adds the hash of `after`. The sum
+after the step must equal the answer's `Registry-Digest`, or the step is rolled back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from registry.digest import as_hex, from_hex, record_hash, text_hash
+from registry.mirror.body import batches, stamp, total
+from registry.mirror.client import NDJSON, Answer, Client, Failed
+from registry.mirror.stores import MirrorRow, Store, Writer, utc_now
+
+EXPORT_PATH = "/registry/origins"
+CHANGE_KINDS = ("added", "removed", "changed")
+
+
+class Progress(Protocol):
+    """What an export reports as it goes (a bar on a terminal, nothing elsewhere)."""
+
+    def start(self, total: int) -> None:
+        """The export announced `total` origins."""
+
+    def advance(self, rows: int) -> None:
+        """`rows` more were written."""
+
+    def stop(self) -> None:
+        """The export ended, whole or not."""
+
+
+class DigestMismatch(Exception):
+    """The copy after a step is not the generation the service answered."""
+
+    def __init__(self, what: str, held: str, served: str):
+        super().__init__(f"{what}: digest mismatch (copy {held}, service {served})")
+
+
+@dataclass
+class Step:
+    """What a step needs: the service, the copy, the URL it mirrors, where lines go."""
+
+    client: Client
+    store: Store
+    url: str
+    report: Callable[[str], None]
+    progress: Progress
+    stop: threading.Event
+
+    def run(self, export: bool) -> int:
+        """One step in one transaction: an export when `export` or when there is no copy,
+        else the changes since the copy's generation. The generation reached."""
+        with self.store.step() as writer:
+            copy = writer.state()
+            if copy is None or export:
+                return self._export(writer)
+            return self._catch_up(writer, copy)
+
+    def _catch_up(self, writer: Writer, copy: MirrorRow) -> int:
+        """Apply the changes since the copy's generation, or export again when the service
+        no longer has them (410) or never had that generation (404)."""
+        since = copy.generation
+        conditional = {"If-None-Match": copy.etag} if copy.etag else {}
+        path = f"/registry/changes?since={since}"
+        with self.client.get(path, NDJSON, conditional) as answer:
+            if answer.status in (404, 410):
+                self.report(f"since {since} is gone ({answer.status}): exporting again")
+            elif answer.status == 304:
+                return self._not_modified(writer, copy, answer)
+            else:
+                _expect_200(answer, path)
+                return self._apply(writer, copy, answer)
+        return self._export(writer)
+
+    def _not_modified(self, writer: Writer, copy: MirrorRow, answer: Answer) -> int:
+        """304: nothing to apply, but the copy must still be the digest of the generation."""
+        generation, served = stamp(answer)
+        if generation != copy.generation or served != copy.digest:
+            raise DigestMismatch(f"generation {generation}", copy.digest, served)
+        writer.set_state(_row(copy.url, generation, copy.digest, copy.etag))
+        self.report(f"generation {generation}: not modified")
+        return generation
+
+    def _apply(self, writer: Writer, copy: MirrorRow, answer: Answer) -> int:
+        """Apply a body of changes batch by batch, keeping the digest as it goes."""
+        generation, served = stamp(answer)
+        expected = total(answer)
+        digest = from_hex(copy.digest)
+        for batch in batches(answer, expected, self.stop):
+            digest += _apply_batch(writer, [change for _text, change in batch])
+        held = as_hex(digest)
+        since = copy.generation
+        what = (
+            f"generation {since}" if generation == since else f"generation {since} -> {generation}"
+        )
+        if held != served:
+            raise DigestMismatch(what, held, served)
+        # The ETag names this URL (since=<since>): worth sending only while since stays.
+        etag = answer.header("ETag") if generation == since else None
+        writer.set_state(_row(copy.url, generation, held, etag))
+        if generation == since:
+            self.report(f"generation {generation}: not modified")
+        else:
+            self.report(f"{what}: {expected} changes, digest ok")
+        return generation
+
+    def _export(self, writer: Writer) -> int:
+        """Replace the copy with an export of every origin."""
+        with self.client.get(EXPORT_PATH, NDJSON) as answer:
+            _expect_200(answer, EXPORT_PATH)
+            generation, served = stamp(answer)
+            expected = total(answer)
+            writer.clear()
+            digest = 0
+            self.progress.start(expected)
+            try:
+                for batch in batches(answer, expected, self.stop):
+                    rows = []
+                    for text, record in batch:
+                        digest += record_hash(record)
+                        rows.append((_origin_id(record), text.decode("utf-8")))
+                    writer.insert(rows)
+                    self.progress.advance(len(rows))
+            finally:
+                self.progress.stop()
+        held = as_hex(digest)
+        what = f"exported generation {generation}: {expected} origins"
+        if held != served:
+            raise DigestMismatch(what, held, served)
+        writer.set_state(_row(self.url, generation, held, None))
+        self.report(f"{what}, digest ok")
+        return generation
+
+
+def _apply_batch(writer: Writer, changes: list[Any]) -> int:
+    """Apply one batch of changes; what it adds to the copy's digest (held records out,
+    `after` records in)."""
+    ids = [_change_id(change) for change in changes]
+    if len(set(ids)) != len(ids):
+        raise Failed("a body of changes names the same origin twice")
+    held = writer.held(ids)
+    delta = -sum(text_hash(text) for text in held.values())
+    removed: list[str] = []
+    replaced: list[tuple[str, str]] = []
+    for origin_id, change in zip(ids, changes, strict=True):
+        if change.get("kind") == "removed":
+            removed.append(origin_id)
+            continue
+        after = change.get("after")
+        if change.get("kind") not in CHANGE_KINDS or not isinstance(after, dict):
+            raise Failed(f"not a change the mirror knows: {orjson.dumps(change)[:200]!r}")
+        delta += record_hash(after)
+        replaced.append((origin_id, orjson.dumps(after).decode("utf-8")))
+    writer.delete(removed)
+    writer.upsert(replaced)
+    return delta
+
+
+def _change_id(change: Any) -> str:
+    """A change's origin id."""
+    if not isinstance(change, dict) or not isinstance(change.get("id"), str):
+        raise Failed(f"a change without an id: {orjson.dumps(change)[:200]!r}")
+    return str(change["id"])
+
+
+def _origin_id(record: Any) -> str:
+    """An Origin record's id (`origin.id`)."""
+    try:
+        return str(record["origin"]["id"])
+    except (KeyError, TypeError):
+        raise Failed(
+            f"an exported line without origin.id: {orjson.dumps(record)[:200]!r}"
+        ) from None
+
+
+def _expect_200(answer: Answer, path: str) -> None:
+    """Anything but 200 here is an answer the mirror cannot go on from."""
+    if answer.status != 200:
+        raise Failed(f"GET {path} answered {answer.status}: {answer.message()}")
+
+
+def _row(url: str, generation: int, digest: str, etag: str | None) -> MirrorRow:
+    """The mirror row after a step, proven now."""
+    return MirrorRow(url, generation, digest, etag, utc_now())

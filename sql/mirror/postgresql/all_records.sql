@@ -1,0 +1,1 @@
+SELECT record::text FROM registry_mirror.origins;

@@ -1,0 +1,1 @@
+COPY registry_mirror.origins (id, record) FROM STDIN;

@@ -1,0 +1,1 @@
+DELETE FROM registry_mirror.origins WHERE id = ANY(%(ids)s);

@@ -1,0 +1,1 @@
+DELETE FROM origins WHERE id IN (SELECT value FROM json_each(?));

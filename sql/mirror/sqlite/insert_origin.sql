@@ -1,0 +1,1 @@
+INSERT INTO origins (id, record) VALUES (?, ?);
