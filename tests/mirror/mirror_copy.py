@@ -14,10 +14,8 @@ from urllib.parse import urlencode
 
 import orjson
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from registry.database.conninfo import with_database
 from tests.mirror.registry_stack import identity
 
 MIRROR_COLUMNS = ("url", "generation", "digest", "etag", "synced_at")
@@ -172,27 +170,38 @@ def make_store(kind: str, folder: Path, make_database: Callable[..., str], name:
     return postgres_store(make_database)
 
 
-def clone_store(store: Store, folder: Path, make_database: Callable[..., str], name: str) -> Store:
-    """Another store holding what `store` holds now (a file copy, or a database made from it
-    as a template): a copy to start from again and again."""
-    if store.kind == "sqlite":
-        target = folder / f"{name}.sqlite"
-        source = sqlite3.connect(store.path, timeout=60)
-        copy = sqlite3.connect(target)
-        try:
-            source.backup(copy)
-        finally:
-            copy.close()
-            source.close()
-        return Store(str(target), "sqlite")
-    conninfo = make_database(store.conninfo)
-    return Store(as_url(conninfo), "postgresql", conninfo)
+def clone_store(store: Store, folder: Path, name: str) -> Store:
+    """Another SQLite store holding what `store` holds now: a copy to start from again."""
+    target = folder / f"{name}.sqlite"
+    source = sqlite3.connect(store.path, timeout=60)
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    return Store(str(target), "sqlite")
 
 
-def drop_schema(store: Store) -> None:
-    """Remove the copy from a PostgreSQL store (the test's own database)."""
+SAVED_SCHEMA = "registry_mirror_saved"
+
+
+def save_copy(store: Store) -> None:
+    """Keep what a PostgreSQL store's tables hold now beside them (restore_copy)."""
     with psycopg.connect(store.conninfo, autocommit=True) as pg:
-        pg.execute(sql.SQL("DROP SCHEMA IF EXISTS registry_mirror CASCADE"))
+        pg.execute(f"DROP SCHEMA IF EXISTS {SAVED_SCHEMA} CASCADE")
+        pg.execute(f"CREATE SCHEMA {SAVED_SCHEMA}")
+        for table in ("origins", "mirror"):
+            pg.execute(
+                f"CREATE TABLE {SAVED_SCHEMA}.{table} AS TABLE registry_mirror.{table}".encode()
+            )
 
 
-__all__ = ["Store", "as_url", "with_database"]
+def restore_copy(store: Store) -> None:
+    """Put back what save_copy kept, in the mirror's own tables, in one transaction."""
+    with psycopg.connect(store.conninfo) as pg:
+        pg.execute(b"TRUNCATE registry_mirror.origins, registry_mirror.mirror")
+        for table in ("origins", "mirror"):
+            pg.execute(
+                f"INSERT INTO registry_mirror.{table} SELECT * FROM {SAVED_SCHEMA}.{table}".encode()
+            )

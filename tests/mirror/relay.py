@@ -78,6 +78,8 @@ class Relay:
             except OSError:
                 return
             self.connections += 1
+            with self._lock:
+                self._sockets.append(client)
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
@@ -85,8 +87,12 @@ class Relay:
         pass bytes both ways."""
         self._open.wait()
         upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        upstream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UPSTREAM_WINDOW)
+        with self._lock:
+            self._sockets.append(upstream)
         try:
+            if self._closed:
+                raise OSError("the relay is closed")
+            upstream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UPSTREAM_WINDOW)
             upstream.settimeout(10)
             upstream.connect(("127.0.0.1", self.upstream_port))
         except OSError:
@@ -94,8 +100,6 @@ class Relay:
             client.close()
             return
         upstream.settimeout(None)
-        with self._lock:
-            self._sockets += [client, upstream]
         threading.Thread(target=self._pass, args=(client, upstream, False), daemon=True).start()
         self._pass(upstream, client, True)
 

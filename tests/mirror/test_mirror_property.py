@@ -3,8 +3,9 @@ the registry's newest export, with the digests agreeing (docs/mirror.md).
 
 Hypothesis draws a chain of loads (tests/properties/catchup_support.py: each document the one
 before edited, or an earlier one again, so that origins change and change back, go and come
-back), and after each load whether the mirror runs. The registry keeps 2 change sets, so a
-copy that misses more loads than that is past retention (410) and is exported again. A copy
+back), and after each load whether the mirror runs. The registry keeps one graph and one
+change set, so a copy that misses two loads or more is past retention (410) and is exported
+again. A copy
 is new for an example, or the one the example before left (its generation then long gone, or
 still in reach). One registry serves every example, against real gunicorn."""
 
@@ -27,7 +28,7 @@ from tests.properties.strategies import PROPERTY_SETTINGS, examples
 
 pytestmark = [pytest.mark.e2e]
 
-KEEP_GENERATIONS, KEEP_CHANGES = 2, 2
+KEEP_GENERATIONS, KEEP_CHANGES = 1, 1
 
 
 class Mirrored:
@@ -48,7 +49,7 @@ class Mirrored:
 
 @pytest.fixture
 def mirrored(database_factory: Callable[..., str], tmp_path: Path) -> Iterator[Mirrored]:
-    """A registry that keeps 2 change sets, gunicorn over it, and a place for copies."""
+    """A registry that keeps one change set, gunicorn over it, and a place for copies."""
     registry = start_registry(
         database_factory(), tmp_path, keep_generations=KEEP_GENERATIONS, keep_changes=KEEP_CHANGES
     )

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.mirror.conftest import STORES
 from tests.mirror.mirror_copy import Store
 from tests.mirror.mirror_run import assert_converged, step_line, sync
 from tests.mirror.registry_stack import Registry, demo, twin
@@ -27,8 +26,8 @@ def net_changes(registry: Registry, since: int, generation: int) -> int:
     return int(answer.json()["page"]["total"])
 
 
-@pytest.mark.parametrize("through", ["direct", "nginx"])
-@pytest.mark.parametrize("kind", STORES)
+# Each store and each way in once (the other files cover the other pairs).
+@pytest.mark.parametrize(("kind", "through"), [("sqlite", "direct"), ("postgresql", "nginx")])
 def test_a_copy_follows_exports_changes_and_304s(
     registry_factory: Callable[..., Registry],
     store_factory: Callable[[str], Store],
@@ -58,17 +57,16 @@ def test_a_copy_follows_exports_changes_and_304s(
     step_line(done, f"generation {first} -> {second}: {count} changes, digest ok")
     assert_converged(store, registry, url, second, done)
 
-    # Nothing loaded: within two runs (the first may ask a URL it holds no ETag for) the
-    # service answers 304 to the ETag of the last answer, and the copy stays as it is.
+    # Nothing loaded: not modified; within two runs (the first may ask a URL it holds no
+    # ETag for) the service answers 304 to the ETag of the answer before, and the copy stays.
     mark = registry.log_size()
     for _ in range(2):
         done = sync(url, store)
+        step_line(done, f"generation {second}: not modified")
         assert_converged(store, registry, url, second, done)
-        if done.lines == [f"generation {second}: not modified"]:
+        if 304 in [entry["status"] for entry in registry.requests(mark)]:
             break
-    step_line(done, f"generation {second}: not modified")
-    statuses = [entry["status"] for entry in registry.requests(mark)]
-    assert 304 in statuses, statuses
+    assert 304 in [entry["status"] for entry in registry.requests(mark)]
 
     # Three loads missed: removed, re-added and changed origins, in one step.
     registry.load(twin(ORIGINS, SEED, 0.5))
