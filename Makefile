@@ -41,12 +41,16 @@ test: install
 ## make test-db: the tests whose outcome depends on the database server, for CI's second run
 ## on another one (PostgreSQL 15 with ICU): the properties (every read path against a model),
 ## the loader, query plans, listing order and search, search memory, change sets, changes since
-## any generation, histories and facets. The rest (the HTTP surface, auth, errors, end-to-end,
-## the browser, packaging) runs once, in make test
+## any generation (loads overlapping, exports during loads, sweeps renumbered, retention),
+## histories, facets and digests. The rest (the HTTP surface, auth, errors, end-to-end, the
+## browser, packaging) runs once, in make test
 SERVER_TESTS = tests/properties tests/loader tests/api/test_query_plans.py tests/api/test_listing.py \
 	tests/api/test_search_memory.py tests/api/test_changes.py tests/api/test_changes_since.py \
 	tests/api/test_catchup_retention.py tests/api/test_history.py \
-	tests/api/test_origin_history.py tests/api/test_facets.py
+	tests/api/test_origin_history.py tests/api/test_facets.py tests/api/test_facets_wide.py \
+	tests/api/test_facets_pinned.py tests/api/test_digests.py tests/api/test_overlapping_loads.py \
+	tests/api/test_change_exports_during_loads.py tests/api/test_since_sweep_renumbering.py \
+	tests/api/test_default_retention.py
 test-db: install
 	$(BIN)/python -m pytest $(PARALLEL) -m "db and not e2e" $(SERVER_TESTS)
 

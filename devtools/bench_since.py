@@ -1,7 +1,8 @@
 """What keeping change sets costs and what `since=` answers at (contract 12), in a scratch
 database of its own.
 
-python -m devtools.bench_since --origins 100000 [--loads 10] [--baseline REV] [--seconds 10]
+python -m devtools.bench_since --origins 100000 [--loads 10] [--back N] [--baseline REV]
+    [--seconds 10]
 
 A chain of loads, each by `registry load` in a process of its own: the demo, then `--loads`
 twins of it, each with 1 % of the origins changed by draws of their own (the twin generator
@@ -17,7 +18,10 @@ it and applies its own, about 2 % of the origins). Reported:
   first page without since (contract 10) beside them; the history of the origin the chain
   changed most, beside that origin by id;
 - the NDJSON export of since=<oldest>, against the export of the newest generation's own
-  change set (contract 10), per record.
+  change set (contract 10), per record;
+- with --back N, the same pages and export of since=<the generation N loads back>, a since
+  between the oldest and the newest (its net changes are no range of their own, unlike the
+  oldest since's and the previous generation's).
 
 Nothing asserts: it reports. The databases are dropped at the end.
 """
@@ -63,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--origins", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--loads", type=int, default=10)
+    parser.add_argument(
+        "--back", type=int, default=None, help="also since=<the generation N loads back>"
+    )
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--baseline", metavar="REV", help="a revision from before change sets")
@@ -112,26 +119,37 @@ def main(argv: list[str] | None = None) -> int:
         generation, oldest, net_total, own = (int(n or 0) for n in targets)
         print(f"generation {generation}: oldest since {oldest}, {net_total} net changes "
               f"since then; its own change set {own}", flush=True)  # fmt: skip
+        sinces = [(oldest, net_total)]
+        if args.back is not None:
+            back = generation - args.back
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                row = conn.execute(QUERIES["meta/get_net_count"], {"since": back}).fetchone()
+            assert row is not None, f"since={back} is not kept"
+            sinces.append((back, int(row[0])))
+            print(f"since {back} ({args.back} loads back): {row[0]} net changes", flush=True)
         if shutil.which("wrk") is None:
             print("wrk is not installed: no request rows (Debian package wrk)", flush=True)
             return 0
-        _serve_and_measure(args, conninfo, oldest, net_total, picked[0] if picked else None)
+        _serve_and_measure(args, conninfo, sinces, picked[0] if picked else None)
     return 0
 
 
 def _serve_and_measure(
-    args: argparse.Namespace, conninfo: str, oldest: int, total: int, changed: str | None
+    args: argparse.Namespace, conninfo: str, sinces: list[tuple[int, int]], changed: str | None
 ) -> None:
-    """The request rows and the exports, through the production gunicorn set-up; changed:
-    the origin most often changed in the chain, whose history is asked for."""
-    last = max(1, -(-total // 50))
-    rows = [
-        ("changes (contract 10), first page", "/registry/changes"),
-        (f"since={oldest}, first page", f"/registry/changes?since={oldest}"),
-        (f"since={oldest}, last page ({last})", f"/registry/changes?since={oldest}&page={last}"),
-        (f"since={oldest}&kind=changed&block=bans",
-         f"/registry/changes?since={oldest}&kind=changed&block=bans"),
-    ]  # fmt: skip
+    """The request rows and the exports, through the production gunicorn set-up; sinces:
+    (since, its net changes), the oldest first; changed: the origin most often changed in
+    the chain, whose history is asked for."""
+    oldest = sinces[0][0]
+    rows = [("changes (contract 10), first page", "/registry/changes")]
+    for since, total in sinces:
+        last = max(1, -(-total // 50))
+        rows += [
+            (f"since={since}, first page", f"/registry/changes?since={since}"),
+            (f"since={since}, last page ({last})", f"/registry/changes?since={since}&page={last}"),
+        ]
+    rows.append((f"since={oldest}&kind=changed&block=bans",
+                 f"/registry/changes?since={oldest}&kind=changed&block=bans"))  # fmt: skip
     if changed is not None:
         rows += [
             ("the most changed origin, by id", f"/registry/origins/{changed}"),
@@ -145,7 +163,8 @@ def _serve_and_measure(
                   f"{got['p99'] or 0:8.1f} {got['errors']}", flush=True)  # fmt: skip
         report_exports(best_exports(server, token, [
             ("export NDJSON, the newest change set", "/registry/changes"),
-            (f"export NDJSON, since={oldest}", f"/registry/changes?since={oldest}"),
+            *((f"export NDJSON, since={since}", f"/registry/changes?since={since}")
+              for since, _ in sinces),
         ]))  # fmt: skip
 
 

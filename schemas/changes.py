@@ -152,6 +152,13 @@ class GenerationSchema(Schema):
         metadata={"description": "its graph is kept: generation=<generation> answers (else "
                   "only its change set is, for since=)"},
     )  # fmt: skip
+    digest = fields.String(
+        required=True, allow_none=True, validate=validate.Regexp("^[0-9a-f]{64}$"),
+        metadata={"description": "the generation's digest, as its Registry-Digest header "
+                  "says (docs/mirror.md); null when unknown: loaded before digests, its graph "
+                  "gone before an upgrade could compute it",
+                  "pattern": "^[0-9a-f]{64}$"},
+    )  # fmt: skip
 
 
 class GenerationListSchema(EnvelopeSchema):

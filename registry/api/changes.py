@@ -249,6 +249,7 @@ def list_generations_route() -> Response:
                 "canonical_origins": row.origins,
                 "counts": row.counts,
                 "readable": row.readable,
+                "digest": row.digest,
             }
             for row in kept.rows
         ],

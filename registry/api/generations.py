@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 JSON = "application/json"
 GENERATION_HEADER = "Registry-Generation"
+# Beside every Registry-Generation: the digest of that generation (registry.digest).
+DIGEST_HEADER = "Registry-Digest"
 GONE_ERROR = "Generation no longer available"
 NOT_FOUND_ERROR = "Generation not found"
 # Contract 7: a client may keep /registry answers but must revalidate, and no shared cache
@@ -78,13 +80,23 @@ def _http_date(committed_at: datetime) -> str:
 def generation_headers(
     stamp: Stamp, representation: str = JSON, variant: str = ""
 ) -> dict[str, str]:
-    """Registry-Generation, ETag, Last-Modified and Cache-Control of an answer from stamp."""
+    """Registry-Generation, Registry-Digest, ETag, Last-Modified and Cache-Control of an
+    answer from stamp."""
     return {
-        GENERATION_HEADER: str(stamp.generation),
+        **stamp_headers(stamp),
         "ETag": etag(stamp.generation, representation, variant),
         "Last-Modified": _http_date(stamp.committed_at),
         "Cache-Control": PRIVATE if is_registry_path(request.path) else PUBLIC,
     }
+
+
+def stamp_headers(stamp: Stamp) -> dict[str, str]:
+    """Registry-Generation, and the digest of that generation beside it (absent only for a
+    generation loaded before digests that no upgrade reached)."""
+    headers = {GENERATION_HEADER: str(stamp.generation)}
+    if stamp.digest is not None:
+        headers[DIGEST_HEADER] = stamp.digest
+    return headers
 
 
 def read(
@@ -221,7 +233,7 @@ def _generation_not_produced(error: GenerationNotProduced) -> Response:
 
 def _origin_not_found_in(error: OriginNotFoundIn) -> Response:
     """404 for a lookup, with the generation that has no such origin."""
-    return error_response(404, str(error), {GENERATION_HEADER: str(error.stamp.generation)})
+    return error_response(404, str(error), stamp_headers(error.stamp))
 
 
 def _errors_are_not_stored(response: Response) -> Response:

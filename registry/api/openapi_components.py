@@ -163,6 +163,14 @@ GENERATION_HEADERS = {
         "keep reading that generation",
         "integer",
     ),
+    "Registry-Digest": {
+        **header(
+            "the digest of that generation: the sum modulo 2^256 of the SHA-256 of each of its "
+            "origins' records in RFC 8785 canonical form, as 64 lowercase hex digits; a copy "
+            "that holds every record of the generation computes the same (docs/mirror.md)"
+        ),
+        "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
     "ETag": header('weak: W/"<generation>-<hash of the URL>"; the same within a generation'),
     "Last-Modified": header("the moment the generation was committed (HTTP-date)"),
     "Cache-Control": header(

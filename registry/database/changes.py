@@ -18,6 +18,7 @@ from psycopg import sql
 from registry.database.exports import OpenedExport, open_export
 from registry.database.generations import LIVE_SCHEMA, Stamp, row_stamp
 from registry.database.queries import QUERIES
+from registry.database.rows import all_rows, one_row
 
 _LIST = {
     "all": "changes/list_changes",
@@ -52,6 +53,7 @@ class GenerationRow:
     origins: int
     counts: dict[str, int | None]
     readable: bool
+    digest: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +96,14 @@ def list_changes(
 ) -> tuple[Stamp, ChangePage]:
     """(stamp, page) of the changes of the generation in schema that match the filters."""
     path, params = filter_path(filters)
-    row = conn.execute(
-        change_statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
-    ).fetchone()
-    assert row is not None  # each of these queries returns its one graph_info row
-    counts = {"added": row[6], "removed": row[7], "changed": row[8]}
-    return row_stamp(row), ChangePage(int(row[2]), int(row[3]), row[4], row[5], counts)
+    row = one_row(
+        conn, change_statement(_LIST[path], schema), {**params, "limit": limit, "offset": offset}
+    )
+    counts = {kind: row[kind] for kind in ("added", "removed", "changed")}
+    page = ChangePage(
+        int(row["total"]), int(row["returned"]), row["records"], row["previous"], counts
+    )
+    return row_stamp(row), page
 
 
 def export_changes_query(
@@ -115,20 +119,23 @@ def list_generations(
 ) -> tuple[Stamp, GenerationList]:
     """The stamp of the generation in schema and every generation up to it whose change set
     or graph is kept, newest first (contract 12)."""
-    rows = conn.execute(change_statement("changes/list_generations", schema)).fetchall()
+    rows = all_rows(conn, change_statement("changes/list_generations", schema))
     assert rows  # the generation read is kept
     listed = [
         GenerationRow(
-            int(g),
-            None if previous is None else int(previous),
-            committed_at,
-            int(origins),
-            {"added": added, "removed": removed, "changed": changed},
-            bool(readable),
+            int(row["generation"]),
+            None if row["previous"] is None else int(row["previous"]),
+            row["committed_at"],
+            int(row["origins"]),
+            {kind: row[kind] for kind in ("added", "removed", "changed")},
+            bool(row["readable"]),
+            row["digest"],
         )
-        for _, _, g, previous, committed_at, origins, added, removed, changed, readable, *_ in rows
+        for row in rows
     ]
-    return row_stamp(rows[0]), GenerationList(listed, int(rows[0][10]), rows[0][11])
+    first = rows[0]
+    stamp = Stamp(int(first["current"]), first["current_committed_at"], first["current_digest"])
+    return stamp, GenerationList(listed, int(first["oldest_since"]), first["dropped_at"])
 
 
 def open_change_export(

@@ -19,6 +19,7 @@ import psycopg
 from registry.database.changes import change_statement, filter_path
 from registry.database.exports import OpenedExport, open_export
 from registry.database.generations import LIVE_SCHEMA, Stamp, row_stamp
+from registry.database.rows import one_row
 
 _LIST = {
     "all": "changes/list_net_changes",
@@ -96,21 +97,21 @@ def list_changes_since(
     """(stamp, page) of the net changes from since to the generation in schema that match
     the filters. The page is not checked: call its check() with the stamp's generation."""
     path, params = filter_path(filters)
-    row = conn.execute(
+    row = one_row(
+        conn,
         change_statement(_LIST[path], schema),
         {**params, "since": since, "limit": limit, "offset": offset},
-    ).fetchone()
-    assert row is not None  # each of these queries returns its one graph_info row
-    (_, _, produced, oldest, current, total, returned, records, previous, *counts) = row
+    )
+    previous, current = row["previous"], row["current"]
     page = SincePage(
         since,
-        int(total),
-        int(returned),
-        records,
+        int(row["total"]),
+        int(row["returned"]),
+        row["records"],
         None if previous is None else int(previous),
-        dict(zip(("added", "removed", "changed"), (int(n or 0) for n in counts), strict=True)),
-        bool(produced),
-        int(oldest),
+        {kind: int(row[kind] or 0) for kind in ("added", "removed", "changed")},
+        bool(row["produced"]),
+        int(row["oldest_since"]),
         None if current is None else int(current),
     )
     return row_stamp(row), page

@@ -28,9 +28,10 @@ from typing import Any
 import psycopg
 from psycopg.adapt import Buffer, Loader
 
-from registry.database.generations import Stamp, graph_statement, read_generation
+from registry.database.generations import Stamp, graph_statement, read_generation, row_stamp
 from registry.database.queries import QUERIES
 from registry.database.repository import filter_params, list_origins
+from registry.database.rows import first_row
 
 _BEGIN = QUERIES["origins/begin_export"]
 _SETTINGS = QUERIES["origins/set_export_settings"]
@@ -43,7 +44,7 @@ _EXPORT_BY_IDS = "origins/export_origins_by_ids"
 _STAMP = "origins/get_export_stamp"
 _HAS_CSV_ROWS = QUERIES["origins/origin_csv_exists"]
 # The stamp of an attempt that found the schemas renamed under it; never a real generation.
-MOVED = Stamp(0, datetime.min.replace(tzinfo=UTC))
+MOVED = Stamp(0, datetime.min.replace(tzinfo=UTC), None)
 _ATTEMPTS = 4
 
 CURSOR_NAME = "registry_export"
@@ -144,18 +145,18 @@ def open_export(
         opened.append(cursor)
         stamp_query = graph_statement(_STAMP, schema)
         try:
-            before = conn.execute(stamp_query).fetchone()
+            before = first_row(conn, stamp_query)
             total, statement, params, csv_lines = plan(conn, schema)
             cursor.adapters.register_loader("text", _RawText)
             cursor.execute(statement, params)
-            after = conn.execute(stamp_query).fetchone()
+            after = first_row(conn, stamp_query)
             rows = fetch_export_batch(cursor, first)
         except BaseException:
             close_origin_export(conn, opened.pop())
             raise
         if before is None or after != before:
             return MOVED, OpenedExport(MOVED, cursor, [], csv_lines)
-        stamp = Stamp(int(before[0]), before[1])
+        stamp = row_stamp(before)
         return stamp, OpenedExport(stamp, cursor, rows, csv_lines, total)
 
     try:

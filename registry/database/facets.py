@@ -54,6 +54,7 @@ from registry.database.repository import (
     filter_params,
     matching_combos,
 )
+from registry.database.rows import one_row
 
 _OF_ALL = "origins/count_facets_of_all"
 _BY_FLAGS = "origins/count_facets_by_flags"
@@ -157,14 +158,13 @@ def _has_counts(conn: psycopg.Connection, schema: str, generation: int) -> tuple
     known = _HAS_COUNTS.get(key)
     if known is not None:
         return known
-    row = conn.execute(graph_statement(_EXIST, schema), {"schema": schema}).fetchone()
-    assert row is not None  # one graph_info row
+    row = one_row(conn, graph_statement(_EXIST, schema), {"schema": schema})
     # Kept under the generation the schema held when asked (a load may have renamed it since
     # the caller's statement): the answer is that generation's for as long as it is kept.
     if len(_HAS_COUNTS) >= _HAS_COUNTS_KEPT:
         _HAS_COUNTS.clear()
-    layout = (bool(row[1]), bool(row[2]))
-    _HAS_COUNTS[(*key[:3], int(row[0]))] = layout
+    layout = (bool(row["present"]), bool(row["search_facets"]))
+    _HAS_COUNTS[(*key[:3], int(row["generation"]))] = layout
     return layout
 
 
@@ -187,14 +187,12 @@ def count_facets(
     searched = name in (_OF_SEARCH, _OF_SEARCH_ROWS)
     if searched and (remembered := _SEARCH_FACETS.get(key)) is not None:
         return seen, remembered
-    row = conn.execute(graph_statement(name, schema), params).fetchone()
-    assert row is not None  # one graph_info row
-    if name == _BY_FLAGS and not row[5]:
+    row = one_row(conn, graph_statement(name, schema), params)
+    if name == _BY_FLAGS and not row["known"]:
         # Flag filters this generation did not rank networks for: count its rows.
         name, params = facet_statement(filters, names, size, with_counts=False)
-        row = conn.execute(graph_statement(name, schema), params).fetchone()
-        assert row is not None  # one graph_info row
-    counted = Counted(row[2] or [], row[3] or [], row[4] or [])
+        row = one_row(conn, graph_statement(name, schema), params)
+    counted = Counted(row["combos"] or [], row["networks"] or [], row["stations"] or [])
     stamp, facets = row_stamp(row), build_facets(counted, names, size)
     if searched and stamp == seen:
         if len(_SEARCH_FACETS) >= _SEARCH_FACETS_KEPT:

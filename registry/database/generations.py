@@ -19,12 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 from psycopg import sql
 
 from registry.database.queries import QUERIES
+from registry.database.rows import Row, first_row, one_row
 
 LIVE_SCHEMA = "graph"
 # The largest generation a request may name: the sequence is a PostgreSQL bigint.
@@ -41,10 +42,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Stamp:
-    """The generation an answer came from and the moment that generation was committed."""
+    """The generation an answer came from, the moment that generation was committed, and its
+    digest (registry.digest; None for a generation loaded before digests that no upgrade
+    reached)."""
 
     generation: int
     committed_at: datetime
+    digest: str | None
 
 
 class GenerationNotProduced(Exception):
@@ -72,6 +76,7 @@ class GenerationState:
     generation: int
     produced: bool
     committed_at: datetime | None
+    digest: str | None
     dropped: bool
     current: int | None
 
@@ -81,7 +86,7 @@ class GenerationState:
             raise GenerationNotProduced(self.generation, self.current)
         if self.dropped:
             raise GenerationDropped(self.generation, self.current)
-        return Stamp(self.generation, self.committed_at)
+        return Stamp(self.generation, self.committed_at, self.digest)
 
 
 def schema_name(generation: int | None, live: int | None = None) -> str:
@@ -100,22 +105,27 @@ def graph_statement(name: str, schema: str = LIVE_SCHEMA) -> str:
 
 def current_generation(conn: psycopg.Connection) -> Stamp | None:
     """The newest generation and its commit time; None if no graph was ever loaded."""
-    row = conn.execute(_CURRENT).fetchone()
-    if row is None or row[0] is None:
+    row = first_row(conn, _CURRENT)
+    if row is None or row["generation"] is None:
         return None
-    _note_live(int(row[0]))
-    return Stamp(int(row[0]), row[1])
+    stamp = row_stamp(row)
+    _note_live(stamp.generation)
+    return stamp
 
 
 def generation_state(conn: psycopg.Connection, generation: int) -> GenerationState:
     """What became of generation: produced or not, kept or dropped, and the newest one."""
-    row = conn.execute(_STATE, {"generation": generation}).fetchone()
-    assert row is not None  # a LEFT JOIN from a one-row relation returns its row
-    produced, committed_at, dropped_at, current = row
+    row = one_row(conn, _STATE, {"generation": generation})  # a LEFT JOIN from one row
+    current = row["current"]
     if current is not None:
         _note_live(int(current))
     return GenerationState(
-        generation, bool(produced), committed_at, dropped_at is not None, current
+        generation,
+        bool(row["produced"]),
+        row["committed_at"],
+        row["digest"],
+        row["dropped_at"] is not None,
+        current,
     )
 
 
@@ -172,6 +182,6 @@ def _note_live(generation: int) -> None:
         _live_seen = generation
 
 
-def row_stamp(row: Any) -> Stamp:
-    """The stamp of a read query's row: its first two columns, generation and committed_at."""
-    return Stamp(int(row[0]), row[1])
+def row_stamp(row: Row) -> Stamp:
+    """The stamp of a read query's row: its columns generation, committed_at and digest."""
+    return Stamp(int(row["generation"]), row["committed_at"], row["digest"])

@@ -14,6 +14,7 @@ from datetime import datetime
 import psycopg
 
 from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
+from registry.database.rows import all_rows
 
 _HISTORY = "origins/get_origin_history"
 _NULL = "null"
@@ -79,12 +80,17 @@ def get_origin_history(
 ) -> tuple[Stamp, History | None]:
     """(stamp, history) of the origin with this uuid (lower-case; None: no uuid) up to the
     generation in schema; history None when it is absent there and in every kept change set."""
-    rows = conn.execute(graph_statement(_HISTORY, schema), {"origin_uuid": origin_uuid}).fetchall()
+    rows = all_rows(conn, graph_statement(_HISTORY, schema), {"origin_uuid": origin_uuid})
     assert rows  # graph_info's one row, joined with the change sets or with nulls
     first = rows[0]
-    changes = [(int(row[5]), row[6], row[7]) for row in rows if row[5] is not None]
-    found = versions(first[4], changes)
+    changes = [
+        (int(row["changed_in"]), row["before"], row["after"])
+        for row in rows
+        if row["changed_in"] is not None
+    ]
+    found = versions(first["doc"], changes)
     if not found:
         return row_stamp(first), None
-    oldest_since = None if first[2] is None else int(first[2])
-    return row_stamp(first), History(oldest_since, first[3], found)
+    oldest = first["oldest_since"]
+    oldest_since = None if oldest is None else int(oldest)
+    return row_stamp(first), History(oldest_since, first["changes_dropped_at"], found)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 
+from registry.database.digests import fill_digests
 from registry.database.queries import QUERIES
 
 _NAME = re.compile(r"(\d{3})_(\w+)\Z")
@@ -26,6 +29,9 @@ def migration_files() -> list[tuple[int, str, str]]:
 
 
 SCHEMA_VERSION = migration_files()[-1][0]
+# What a migration needs done in Python, after its SQL and in its transaction: the work of
+# a definition that lives in Python (the digest, registry.digest), never SQL of its own.
+AFTER_MIGRATION: dict[int, Callable[[psycopg.Connection], Any]] = {10: fill_digests}
 
 
 class SchemaNewer(Exception):
@@ -67,6 +73,8 @@ def apply_migrations(conn: psycopg.Connection) -> list[str]:
             if version in applied:
                 continue
             conn.execute(text)
+            if version in AFTER_MIGRATION:
+                AFTER_MIGRATION[version](conn)
             conn.execute(QUERIES["meta/record_migration"], {"version": version, "name": name})
             applied_now.append(name)
     return applied_now

@@ -10,6 +10,7 @@ import psycopg
 
 from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, row_stamp
 from registry.database.queries import QUERIES
+from registry.database.rows import Row, one_row
 from registry.database.search_cache import REMEMBERED, SearchCache
 from registry.database.search_text import fold_for_search
 
@@ -49,33 +50,36 @@ class Page:
 
 
 def _stamped_value(
-    conn: psycopg.Connection, name: str, schema: str, params: dict[str, Any] | None = None
+    conn: psycopg.Connection,
+    name: str,
+    column: str,
+    schema: str,
+    params: dict[str, Any] | None = None,
 ) -> tuple[Stamp, Any]:
-    """(stamp, third column) of the one row a read query returns, read in schema."""
-    row = conn.execute(graph_statement(name, schema), params).fetchone()
-    assert row is not None  # every read query returns its one graph_info row
-    return row_stamp(row), row[2]
+    """(stamp, column) of the one row a read query returns, read in schema."""
+    row = one_row(conn, graph_statement(name, schema), params)
+    return row_stamp(row), row[column]
 
 
 def get_integration_status(
     conn: psycopg.Connection, schema: str = LIVE_SCHEMA
 ) -> tuple[Stamp, dict[str, Any] | None]:
     """The feed record's non-null fields, or None when the graph has no feed record."""
-    return _stamped_value(conn, _INTEGRATION_STATUS, schema)
+    return _stamped_value(conn, _INTEGRATION_STATUS, "feed", schema)
 
 
 def get_registry_summary(
     conn: psycopg.Connection, schema: str = LIVE_SCHEMA
 ) -> tuple[Stamp, dict[str, Any]]:
     """The platform-wide counts of the loaded graph."""
-    return _stamped_value(conn, _REGISTRY_SUMMARY, schema)
+    return _stamped_value(conn, _REGISTRY_SUMMARY, "doc", schema)
 
 
 def get_origin_by_id(
     conn: psycopg.Connection, origin_uuid: str | None, schema: str = LIVE_SCHEMA
 ) -> tuple[Stamp, str | None]:
     """The record (JSON text) of one origin by its uuid (lower-case; None: no uuid), or None."""
-    return _stamped_value(conn, _ORIGIN_BY_ID, schema, {"origin_uuid": origin_uuid})
+    return _stamped_value(conn, _ORIGIN_BY_ID, "doc", schema, {"origin_uuid": origin_uuid})
 
 
 def get_origin_by_address(
@@ -83,7 +87,7 @@ def get_origin_by_address(
 ) -> tuple[Stamp, str | None]:
     """The record (JSON text) of the origin holding network.station.channel, or None."""
     params = {"network": network, "station": station, "channel": channel}
-    return _stamped_value(conn, _ORIGIN_BY_ADDRESS, schema, params)
+    return _stamped_value(conn, _ORIGIN_BY_ADDRESS, "doc", schema, params)
 
 
 FLAG_FILTERS = (
@@ -188,9 +192,13 @@ def list_origins(
         query = _LIST_BY_FLAGS
     else:
         query = _LIST_ALL
-    row = conn.execute(graph_statement(query, schema), params).fetchone()
-    assert row is not None  # each of these queries returns exactly one row
-    return row_stamp(row), Page(int(row[2]), int(row[3]), row[4])
+    row = one_row(conn, graph_statement(query, schema), params)
+    return row_stamp(row), _page(row, int(row["total"]))
+
+
+def _page(row: Row, total: int) -> Page:
+    """The page a listing statement's row holds (returned, records), of total matches."""
+    return Page(total, int(row["returned"]), row["records"])
 
 
 def _search(conn: psycopg.Connection, params: dict[str, Any], schema: str) -> tuple[Stamp, Page]:
@@ -216,20 +224,16 @@ def _search(conn: psycopg.Connection, params: dict[str, Any], schema: str) -> tu
     known = SEARCHES.get(key)
     if known is not None and known.covers(start, limit):
         page = list(known.positions[start : start + limit])
-        row = conn.execute(graph_statement(_BY_POSITIONS, schema), {"positions": page}).fetchone()
-        assert row is not None  # one graph_info row
+        row = one_row(conn, graph_statement(_BY_POSITIONS, schema), {"positions": page})
         stamp = row_stamp(row)
         if stamp == known.stamp:
-            return stamp, Page(known.total, int(row[2]), row[3])
-    row = conn.execute(
-        graph_statement(_SEARCH, schema), {**params, "remembered": REMEMBERED}
-    ).fetchone()
-    assert row is not None  # one graph_info row
+            return stamp, _page(row, known.total)
+    row = one_row(conn, graph_statement(_SEARCH, schema), {**params, "remembered": REMEMBERED})
     stamp = row_stamp(row)
-    total = int(row[2])
+    total = int(row["total"])
     if known is None or known.stamp != stamp:
-        SEARCHES.put(key, stamp, total, row[5])
-    return stamp, Page(total, int(row[3]), row[4])
+        SEARCHES.put(key, stamp, total, row["positions"])
+    return stamp, _page(row, total)
 
 
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:

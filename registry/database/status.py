@@ -17,6 +17,7 @@ from registry.database.changes import oldest_since
 from registry.database.generations import current_generation
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.queries import QUERIES
+from registry.database.rows import all_rows
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class GenerationStatus:
     # The change set against the previous generation (contract 10); None: not recorded.
     previous: int | None = None
     changes: dict[str, int] | None = None
+    # Its digest (registry.digest); None: loaded before digests, or a database not upgraded.
+    digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,20 +138,20 @@ def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
         if row is not None:
             live, status.graph_version = row
     if has_generations:
-        rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
         status.generations = [
             GenerationStatus(
-                int(g),
-                at,
-                int(n),
-                size,
-                live=(g == live),
-                previous=previous,
+                int(row["generation"]),
+                row["committed_at"],
+                int(row["origins"]),
+                row["size_bytes"],
+                live=(row["generation"] == live),
+                previous=row["previous"],
                 changes=None
-                if added is None
-                else {"added": added, "removed": removed, "changed": changed},
+                if row["added"] is None
+                else {kind: row[kind] for kind in ("added", "removed", "changed")},
+                digest=row["digest"],
             )
-            for g, at, n, size, previous, added, removed, changed in rows
+            for row in all_rows(conn, QUERIES["meta/list_kept_generations"])
         ]
         status.change_sets = kept_change_sets(conn, live)
     if has_reader_roles:
@@ -207,6 +210,8 @@ def status_lines(status: DatabaseStatus, conninfo: str) -> list[str]:
                 against = "first" if kept.previous is None else f"against {kept.previous}"
                 counts = ", ".join(f"{kind} {n:,}" for kind, n in kept.changes.items())
                 lines.append(f"          changes ({against}): {counts}")
+            if kept.digest is not None:
+                lines.append(f"          digest {kept.digest}")
     if status.generations:
         lines.append(_change_sets_line(status.change_sets))
     if not status.reader_roles:

@@ -193,7 +193,7 @@ def load_document(
             _check_whole_document(conn, progress, beside)
             check_not_empty(conn, parsed.counts, parsed.lines, options.allow_empty)
             timings["check"] = time.monotonic() - started
-            _build_read_model(conn, parsed.counts["origin"], progress, beside)
+            digest = _build_read_model(conn, parsed.counts["origin"], progress, beside)
             timings["read_model"] = time.monotonic() - started
             progress.phase("change set", total=1)
             progress.advance(0, step="against the live graph")
@@ -205,7 +205,7 @@ def load_document(
                 raise psycopg.Rollback()
             progress.phase("publish", total=3)
             progress.advance(0, step="grants and statistics")
-            statements.record_graph_info(conn, GRAPH_FORMAT, parsed.counts)
+            statements.record_graph_info(conn, GRAPH_FORMAT, parsed.counts, digest)
             forgotten = statements.grant_readers(conn)
             statements.analyze_graph_next(conn)
             progress.advance(1, step="swap and commit")
@@ -306,8 +306,9 @@ def _copy_spools(
 
 def _build_read_model(
     conn: psycopg.Connection, origins: int, progress: LoadProgress, beside: Beside | None
-) -> None:
-    """The read model's steps, the records rendered by worker processes beside the others.
+) -> str:
+    """The read model's steps, the records rendered by worker processes beside the others;
+    the digest of the records (registry.digest), summed as they were rendered.
 
     With a second connection, the rendered records are sent on it as the workers finish,
     while this one builds the rest; origin_docs then takes its place in graph_next.
@@ -338,6 +339,7 @@ def _build_read_model(
             else:
                 conn.execute(QUERIES[step])
             progress.advance(1)
+        return render.digest
 
 
 def _check_whole_document(

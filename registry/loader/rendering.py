@@ -24,6 +24,7 @@ from typing import IO, Any
 
 import orjson
 
+from registry.digest import MODULUS, as_hex, record_hash
 from registry.loader.workers import WorkerProcesses, line_ranges, next_line_start, worker_count
 from schemas.compiled import compile_dump
 from schemas.origin import OriginSchema
@@ -148,17 +149,20 @@ class Presentations:
         return own
 
 
-def render_lines(lines: list[bytes], presentations: Presentations) -> bytes:
+def render_lines(lines: list[bytes], presentations: Presentations) -> tuple[bytes, int]:
     """COPY text lines of origins' fields (without newlines, in position order) -> COPY text
     lines `pos<TAB>json` of their records dumped by OriginSchema, each with the presentations
-    of its position."""
+    of its position; and the sum of the records' hashes (registry.digest), not yet reduced."""
     out = []
+    hashes = 0
     for line in lines:
         fields = copy_fields(line)
-        record = _origin(fields, presentations.take(int(fields[0])))  # type: ignore[arg-type]
-        rendered = orjson.dumps(_DUMP_ORIGIN(record)).replace(b"\\", b"\\\\")
+        shown = presentations.take(int(fields[0]))  # type: ignore[arg-type]
+        record = _DUMP_ORIGIN(_origin(fields, shown))
+        hashes += record_hash(record)
+        rendered = orjson.dumps(record).replace(b"\\", b"\\\\")
         out.append(line[: line.index(b"\t")] + b"\t" + rendered + b"\n")
-    return b"".join(out)
+    return b"".join(out), hashes
 
 
 def _batches(file: IO[bytes], start: int, end: int) -> Iterator[list[bytes]]:
@@ -226,8 +230,9 @@ def render_piece(
     origins: str, start: int, end: int, presentations: str, from_offset: int, target: str
 ) -> int:
     """Render the origins of [start, end) of the origins file, with their presentations read
-    from from_offset of the presentations file on, into target; the bytes written."""
-    written = 0
+    from from_offset of the presentations file on, into target; the sum of their records'
+    hashes (registry.digest), reduced."""
+    hashes = 0
     with (
         open(origins, "rb") as records,
         open(presentations, "rb") as shown,
@@ -235,8 +240,10 @@ def render_piece(
     ):
         taken = Presentations(_lines(shown, from_offset, os.path.getsize(presentations)))
         for batch in _batches(records, start, end):
-            written += out.write(render_lines(batch, taken))
-    return written
+            rendered, batch_hashes = render_lines(batch, taken)
+            out.write(rendered)
+            hashes = (hashes + batch_hashes) % MODULUS
+    return hashes
 
 
 class OriginRender:
@@ -256,6 +263,10 @@ class OriginRender:
         self._workers = worker_count() if workers is None else workers
         self._processes = WorkerProcesses()
         self._pieces: list[tuple[int, str]] = []
+        # The sum of the hashes of the pieces rendered so far (the generation's digest once
+        # rendered() has given every piece).
+        self._hashes = 0
+        self._rendered = False
 
     def __enter__(self) -> OriginRender:
         return self
@@ -295,7 +306,7 @@ class OriginRender:
         if not self._pieces:  # a small graph: rendered here, now
             target = os.path.join(self._directory.name, "rendered.copy")
             size = os.path.getsize(self.source)
-            render_piece(self.source, 0, size, self.presentations, 0, target)
+            self._hashes = render_piece(self.source, 0, size, self.presentations, 0, target)
             self._pieces.append((-1, target))
         for number, target in self._pieces:
             with open(target, "rb") as file:
@@ -309,4 +320,12 @@ class OriginRender:
                     else:
                         self._processes.wait_for(number, _POLL_S)
             if number >= 0:
-                self._processes.result(number)
+                self._hashes += self._processes.result(number)
+        self._rendered = True
+
+    @property
+    def digest(self) -> str:
+        """The digest of the records rendered (registry.digest), once rendered() is done."""
+        if not self._rendered:
+            raise RuntimeError("the digest is known once every record is rendered")
+        return as_hex(self._hashes)

@@ -264,14 +264,18 @@ def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
     return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size, *_ in rows]
 
 
-def record_graph_info(conn: psycopg.Connection, graph_format: str, counts: dict[str, int]) -> None:
-    """Write into graph_next what it holds: the schema version, the format, the counts."""
+def record_graph_info(
+    conn: psycopg.Connection, graph_format: str, counts: dict[str, int], digest: str
+) -> None:
+    """Write into graph_next what it holds: the schema version, the format, the counts and
+    the digest of its records."""
     conn.execute(
         QUERIES["load/record_graph_info"],
         {
             "schema_version": SCHEMA_VERSION,
             "format": graph_format,
             "counts": orjson.dumps(counts).decode(),
+            "digest": digest,
         },
     )
 

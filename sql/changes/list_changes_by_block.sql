@@ -2,6 +2,7 @@
 -- range of change_blocks' primary key (block, block_pos), each joined to its change by pos.
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        coalesce((SELECT n FROM {graph}.change_counts
                  WHERE kind = 'changed' AND block = %(block)s), 0)::bigint AS total,
        p.returned,

@@ -1,6 +1,7 @@
 -- As list_changes.sql, for the changes of one kind (%(kind)s): a range of (kind, kind_pos).
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        coalesce((SELECT n FROM {graph}.change_counts
                  WHERE kind = %(kind)s AND block = ''), 0)::bigint AS total,
        p.returned,

@@ -1,4 +1,4 @@
--- Returns one row for since %(since)s (contract 12): the generation and commit time of the
+-- Returns one row for since %(since)s (contract 12): the stamp (generation, commit time, digest) of the
 -- graph in schema {graph} (n), whether since was ever produced, the oldest since of n, the
 -- newest generation, the total of the net changes from since to n (net_counts, counted by
 -- the load), the page (offset+1 .. offset+limit by origin id: one JSON array text), n's
@@ -22,6 +22,7 @@
 -- statement with JIT on every request (half a second at 100,000 origins).
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        EXISTS (SELECT FROM registry_meta.generations AS s
                WHERE s.generation = %(since)s::bigint) AS produced,
        o.since AS oldest_since,
@@ -30,7 +31,7 @@ SELECT i.generation,
        p.returned,
        p.records,
        g.previous, c.added, c.removed, c.changed
-FROM (SELECT generation, committed_at FROM {graph}.graph_info LIMIT 1) AS i
+FROM (SELECT generation, committed_at, digest FROM {graph}.graph_info LIMIT 1) AS i
 CROSS JOIN LATERAL (
     SELECT coalesce((SELECT max(s.generation) FROM registry_meta.generations AS s
                      WHERE s.generation <= i.generation AND s.changes_dropped_at IS NOT NULL),

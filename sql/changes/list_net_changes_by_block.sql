@@ -5,6 +5,7 @@
 -- since and the block.
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        EXISTS (SELECT FROM registry_meta.generations AS s
                WHERE s.generation = %(since)s::bigint) AS produced,
        o.since AS oldest_since,
@@ -16,7 +17,7 @@ SELECT i.generation,
        p.returned,
        p.records,
        g.previous, c.added, c.removed, c.changed
-FROM (SELECT generation, committed_at FROM {graph}.graph_info LIMIT 1) AS i
+FROM (SELECT generation, committed_at, digest FROM {graph}.graph_info LIMIT 1) AS i
 CROSS JOIN LATERAL (
     SELECT coalesce((SELECT max(s.generation) FROM registry_meta.generations AS s
                      WHERE s.generation <= i.generation AND s.changes_dropped_at IS NOT NULL),

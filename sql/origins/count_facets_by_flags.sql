@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of a listing filtered on flags only (governance, allocation,
 -- publication, transport, presentations: the flag combinations `combos`), read from the
 -- counts the load built, as count_facets_of_all.sql returns them: combos from combo_counts;
@@ -11,6 +11,7 @@ WITH keyed AS (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(c.combo, c.n))
         FROM {graph}.combo_counts AS c
         WHERE c.combo = ANY (%(combos)s::smallint[])) AS combos,

@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of a listing of one station, optionally narrowed by flag
 -- combinations (null: any), as count_facets_of_all.sql returns them, summed from the
 -- station's rows of facet_combo_counts (a row per network and combination, read through
@@ -11,6 +11,7 @@ WITH groups AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(g.combo, g.n))
         FROM (SELECT combo, sum(n)::bigint AS n FROM groups GROUP BY combo) AS g) AS combos,
        (SELECT json_agg(json_build_array(t.network_id,

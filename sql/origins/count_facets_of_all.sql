@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of a listing with no filter, read from the counts the load built:
 -- combos, [[combo, n], ...] for the flag facets (combo_counts); networks, the network_id
 -- facet's first `size` values [[network_id, name, n], ...] in facet order (network_facet_tops
@@ -12,6 +12,7 @@ WITH keyed AS (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(c.combo, c.n)) FROM {graph}.combo_counts AS c)
            AS combos,
        (SELECT json_agg(json_build_array(t.network_id,

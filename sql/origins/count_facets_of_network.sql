@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of a listing of one network with no other filter, as
 -- count_facets_of_all.sql returns them, read from what the load kept per network: combos
 -- from the network's rows of network_combo_counts (network_combo_counts_idx); networks, the
@@ -11,6 +11,7 @@ WITH combos AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(c.combo, c.n)) FROM combos AS c) AS combos,
        (SELECT json_build_array(json_build_array(w.id, w.name, t.n))
         FROM (SELECT sum(c.n)::bigint AS n FROM combos AS c) AS t

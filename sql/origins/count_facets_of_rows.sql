@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of the origins among `ids` (uuids; null: every origin) that
 -- pass the other filters (null: not given), as count_facets_of_all.sql returns them, counted
 -- from origin_rows. With ids, at most 100 rows, found through origin_rows_id_key. Without
@@ -22,6 +22,7 @@ WITH groups AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(g.combo, g.n))
         FROM (SELECT combo, sum(n)::bigint AS n FROM groups GROUP BY combo) AS g) AS combos,
        (SELECT json_agg(json_build_array(t.network_id,

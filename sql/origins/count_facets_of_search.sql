@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of a search, with any other filters (null: not given), as
 -- count_facets_of_all.sql returns them. No count table knows a search's matches, so they
 -- are counted: found as search_origins.sql finds them (origin_search, its trigram indexes
@@ -20,6 +20,7 @@ WITH groups AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(g.combo, g.n))
         FROM (SELECT combo, sum(n)::bigint AS n FROM groups GROUP BY combo) AS g) AS combos,
        (SELECT json_agg(json_build_array(k.id, w.name, t.n)

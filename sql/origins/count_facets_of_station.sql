@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, and the
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
 -- facet counts (contract 13) of a listing of one station with no other filter, as
 -- count_facets_of_all.sql returns them, read from what the load kept per station: combos
 -- from the station's rows of station_combo_counts (station_combo_counts_idx); networks
@@ -12,6 +12,7 @@ WITH combos AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT json_agg(json_build_array(c.combo, c.n)) FROM combos AS c) AS combos,
        (SELECT json_agg(json_build_array(t.network_id,
                                          (SELECT w.name FROM {graph}.networks AS w

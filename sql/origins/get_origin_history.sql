@@ -1,7 +1,7 @@
 -- Returns the history of one origin (contract 12) up to the graph in schema {graph}: one row
 -- per kept change set of a generation up to that graph's that names the origin, newest first,
 -- or one row with null change columns when none does. Every row carries the graph's
--- generation and commit time, the oldest since, and doc: the origin's record in that graph
+-- stamp (generation, commit time, digest), the oldest since, and doc: the origin's record in that graph
 -- (JSON text, null when absent there), and when the newest change set dropped up to it
 -- was dropped (null: none). before and after are the records as the change set
 -- stored them; change_log holds the kept change sets only (retention deletes a change set's
@@ -10,6 +10,7 @@
 -- registry_meta.generations, a row per generation.
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        s.oldest_since,
        s.changes_dropped_at,
        (SELECT d.doc
@@ -21,7 +22,7 @@ SELECT i.generation,
        c.after
 -- graph_info has one row, which the planner cannot know without statistics (it guesses
 -- hundreds, and multiplies the rest of the plan's cost by them): LIMIT 1 tells it.
-FROM (SELECT generation, committed_at FROM {graph}.graph_info LIMIT 1) AS i
+FROM (SELECT generation, committed_at, digest FROM {graph}.graph_info LIMIT 1) AS i
 -- registry_meta.oldest_since(i.generation) written out (a call of that SQL function is
 -- planned again at every execution, which cost more than the rest of this statement): the
 -- newest generation up to the graph's whose change set was dropped, else the first one; and

@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, returned and
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, returned and
 -- records (the records of the origins at these positions, one JSON array text in position
 -- order). The caller kept
 -- the positions of a search in one generation and uses the records only if this statement's
@@ -6,6 +6,7 @@
 -- primary key of origin_docs.
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        p.returned,
        p.records
 FROM {graph}.graph_info AS i,

@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, total,
 -- returned and records (the page's records, one JSON array text in position order), for filters on
 -- governance, allocation, publication, transport and presentations only. Those filters are
 -- a set of flag combinations (combos); the total is summed from combo_counts, and the page
@@ -28,6 +28,7 @@ WITH blocks AS (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT coalesce(sum(n), 0) FROM {graph}.combo_counts
         WHERE combo = ANY (%(combos)s::smallint[]))::bigint AS total,
        p.returned,

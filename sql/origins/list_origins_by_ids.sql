@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, total,
 -- returned and records (the page's records, one JSON array text in position order), of the
 -- origins among ids (at most 100 uuids) that pass the other filters (null: not given),
 -- search included. Found through origin_rows_id_key (one probe per id), so the other
@@ -19,6 +19,7 @@ WITH matching AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT count(*) FROM matching) AS total,
        p.returned,
        p.records

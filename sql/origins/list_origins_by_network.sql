@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, total,
 -- returned and records (the page's records, one JSON array text in position order), of one network,
 -- optionally narrowed by station and flag combinations (combos null: any). One index-only
 -- pass over origin_rows_network_idx (network_id, pos) INCLUDE (combo, address_station)
@@ -14,6 +14,7 @@ WITH matching AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT count(*) FROM matching) AS total,
        p.returned,
        p.records

@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, total,
 -- returned and records (the page's records, one JSON array text in position order), allocated to one
 -- station, optionally narrowed by flag combinations (combos null: any). One index-only pass
 -- over origin_rows_station_idx (address_station, pos) INCLUDE (combo).
@@ -12,6 +12,7 @@ WITH matching AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT count(*) FROM matching) AS total,
        p.returned,
        p.records

@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, total,
 -- returned and records (the page's records, one JSON array text in position order),
 -- of one network, optionally narrowed by flag
 -- combinations (combos null: any); no station filter (that is list_origins_by_network.sql).
@@ -8,6 +8,7 @@
 -- small one.
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT coalesce(sum(c.n), 0)
         FROM {graph}.network_combo_counts AS c
         WHERE c.network_id = %(network_id)s::text

@@ -1,4 +1,4 @@
--- Returns one row: the generation and commit time of the graph in schema {graph}, total,
+-- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, total,
 -- returned and records (the page's records, one JSON array text in position order), whose folded name
 -- or registry id contains the folded search term, with any other filters (null: not given),
 -- and positions (the first `remembered` matches', in order), which the service keeps for the
@@ -28,6 +28,7 @@ WITH matching AS MATERIALIZED (
 )
 SELECT i.generation,
        i.committed_at,
+       i.digest,
        (SELECT count(*) FROM matching) AS total,
        p.returned,
        p.records,

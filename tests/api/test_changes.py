@@ -44,7 +44,7 @@ CSV_HEADER = "id,kind,blocks,name,address"
 ENVELOPE = {"success", "generated_at", "generation", "previous", "since", "counts"}
 ENVELOPE |= {"filters_applied", "page", "changes"}
 GENERATION_FIELDS = {"generation", "previous", "committed_at", "canonical_origins", "counts"}
-GENERATION_FIELDS |= {"readable"}  # contract 12
+GENERATION_FIELDS |= {"readable", "digest"}  # docs/api.md: since=, digests
 
 
 def new_registry(database_factory: Callable[[], str], *graphs: list[Record]) -> Iterator[Registry]:
@@ -404,9 +404,11 @@ def test_generations_lists_every_kept_one_newest_first(registry: Registry) -> No
         assert UTC_TIME.match(item["committed_at"]), item
         at = datetime.fromisoformat(item["committed_at"].replace("Z", "+00:00"))
         url = f"/registry/changes?generation={item['generation']}"
-        modified = parse_date(registry.get(url).headers["Last-Modified"])  # its commit, too
+        pinned = registry.get(url)
+        modified = parse_date(pinned.headers["Last-Modified"])  # its commit, too
         # Last-Modified is the commit time in whole seconds (contract 7).
         assert modified == at.replace(microsecond=0)
+        assert item["digest"] == pinned.headers["Registry-Digest"]
     found = [
         (g["generation"], g["previous"], g["canonical_origins"], g["counts"])
         for g in answer["generations"]

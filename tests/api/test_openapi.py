@@ -333,7 +333,7 @@ CHANGE_TABLES = {
     "ChangeCounts": {"added", "removed", "changed"},
     "GenerationList": {"success", "generated_at", "current", "oldest_since", "generations"},
     "Generation": {"generation", "previous", "committed_at", "canonical_origins", "counts",
-                   "readable"},
+                   "readable", "digest"},
 }  # fmt: skip
 
 

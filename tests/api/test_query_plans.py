@@ -41,6 +41,7 @@ from registry.loader.demo_twin import write_twin_document
 from registry.loader.loading import LoadOptions, load_document
 from registry.settings import load_settings
 from schemas.params import FACET_NAMES, parse_origin_list_query
+from tests.recording import RecordingConnection
 
 HISTORY = "origins/get_origin_history"
 ORIGINS = 40_000
@@ -88,17 +89,6 @@ SMALL_TABLES = frozenset(
 pytestmark = pytest.mark.db
 
 HAS_TRIGRAMS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_trgm')"
-
-
-class RecordingConnection(psycopg.Connection[Any]):
-    """A real connection that also keeps each statement it runs, with its parameters."""
-
-    ran: list[tuple[str, Any]]
-
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        """Remember the statement, then run it as usual."""
-        self.ran.append((query, params))
-        return super().execute(query, params, **kwargs)
 
 
 @dataclass(frozen=True)

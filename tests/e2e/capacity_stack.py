@@ -8,7 +8,9 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -73,16 +75,19 @@ class Stack:
         return int(page["page"]["total"])
 
 
-@pytest.fixture(scope="module")
-def stack(
-    database_factory: Callable[[], str], tmp_path_factory: pytest.TempPathFactory
+@contextmanager
+def running_stack(
+    conninfo: str,
+    graphs: tuple[bytes, bytes],
+    folder: Path,
+    workers: int = WORKERS,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
-    """The demo graphs loaded, gunicorn with short timeouts, and two nginx in front."""
-    conninfo = database_factory()
-    earlier, document = demo_document(EARLIER_ORIGINS, 4), demo_document(ORIGINS, 3)
+    """graphs (the earlier one, then the live one) loaded into conninfo, gunicorn with short
+    timeouts (and settings) on workers workers, and two nginx in front; all stopped after."""
+    earlier, document = graphs
     load_records(conninfo, earlier)
     load_records(conninfo, document)
-    folder = tmp_path_factory.mktemp("capacity")
     server = start_gunicorn(
         {
             "DATABASE_URL": conninfo,
@@ -90,9 +95,10 @@ def stack(
             "REGISTRY_GUNICORN_TIMEOUT": str(WORKER_TIMEOUT_S),
             "REGISTRY_EXPORT_SEND_TIMEOUT_S": str(SEND_TIMEOUT_S),
             "REGISTRY_IDLE_IN_TRANSACTION_TIMEOUT_MS": "1000",
+            **(settings or {}),
         },
         folder / "gunicorn.log",
-        workers=WORKERS,
+        workers=workers,
     )
     proxies: list[Nginx] = []
     try:
@@ -103,6 +109,16 @@ def stack(
         for proxy in proxies:
             proxy.stop()
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    database_factory: Callable[[], str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    """The demo graphs loaded, gunicorn with short timeouts, and two nginx in front."""
+    graphs = demo_document(EARLIER_ORIGINS, 4), demo_document(ORIGINS, 3)
+    with running_stack(database_factory(), graphs, tmp_path_factory.mktemp("capacity")) as running:
+        yield running
 
 
 def metric(stack: Stack, name: str) -> float:

@@ -50,11 +50,13 @@ def decode_chunked(raw: bytes) -> Body:
 
 @dataclass
 class SlowClient:
-    """One GET on its own connection, read as slowly as a test says."""
+    """One GET on its own connection, read as slowly as a test says; from source, a loopback
+    address (nginx counts its limits per client address)."""
 
     port: int
     target: str
     headers: dict[str, str]
+    source: str = "127.0.0.1"
     sock: socket.socket = field(init=False)
     status: int = field(init=False, default=0)
     head: dict[str, str] = field(init=False, default_factory=dict)
@@ -66,6 +68,7 @@ class SlowClient:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_WINDOW)
         self.sock.settimeout(60)
+        self.sock.bind((self.source, 0))
         self.sock.connect(("127.0.0.1", self.port))
         lines = [f"GET {self.target} HTTP/1.1", "Host: 127.0.0.1", "Connection: close"]
         lines += [f"{name}: {value}" for name, value in self.headers.items()]

@@ -4,21 +4,24 @@ limit per client counts exactly what the app streams, whatever the Accept header
 an export cut half-way with spooling as shipped still ends without its last chunk; and, with
 every timeout as shipped, throttled readers (a pause just under the send timeout after a
 burst, as curl --limit-rate does; 10 KB/s for longer than nginx's send_timeout) get whole
-exports, direct and through nginx (docs/export.md, "Throttled clients").
+exports, direct and through nginx (docs/export.md, "Throttled clients"). The cut and the
+throttled readers are tried on every export: the origins, the live generation's changes and
+the net changes since an earlier generation (docs/api.md).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import re
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -31,6 +34,7 @@ from devtools.production_stack import (
     start_nginx,
 )
 from registry.loader.demo import write_demo_document
+from registry.loader.demo_twin import write_twin_document
 from registry.settings import DEFAULTS
 from tests.conftest import TEST_SECRET, load_records, make_token
 from tests.e2e.raw_http import Answer, raw_request, request
@@ -42,7 +46,17 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx_installed")]
 # that does not read (a 64 KB window and nginx's send buffer of 512 KB), so a held export
 # stays open, and a reader that pauses after a 1 MB burst leaves most of it waiting.
 ORIGINS = 10_000
-WORKERS = 3
+# The graphs loaded before the live one (the demo of ORIGINS): EARLIER_ORIGINS other origins,
+# then the demo's twin with every origin's fate drawn (docs: `registry demo --changes 1`).
+# The live change set undoes the twin: 2,500 origins added, 2,500 removed and 5,000 changed,
+# each with its before and after (about 14 MB of NDJSON); since the first generation, the
+# earlier origins removed and every live one added (about 10 MB). Each is as far past the
+# buffers as the origins export.
+EARLIER_ORIGINS = 2_000
+TWIN_FRACTION = 1.0
+# Three exports held direct by bursty readers (one worker each) and one worker left to
+# stream the exports that nginx spools.
+WORKERS = 4
 ADMIN = {"Authorization": f"Bearer {make_token()}"}
 NDJSON = {**ADMIN, "Accept": "application/x-ndjson"}
 JSON_TYPE, NDJSON_TYPE, CSV_TYPE = "application/json", "application/x-ndjson", "text/csv"
@@ -53,28 +67,63 @@ EMPTY = "/registry/origins?search=zzqqxx-matches-nothing"
 SEND_TIMEOUT_S = 120
 # What a bursty reader takes before it pauses: less than a held export leaves unsent.
 BURST = 1 << 20
+# The streamed exports: the origins, the live generation's change set, and the net changes
+# since the first generation (the target of each is in Stack.exports).
+EXPORTS = ("origins", "changes", "changes since")
 
 
 @dataclass
 class Stack:
     """gunicorn over ORIGINS origins; nginx as shipped (limits and all) in front of it, and
-    one with the request rate lifted for the tests that send many requests."""
+    one with the request rate lifted for the tests that send many requests; each export's
+    target (without the /v1 prefix) and its rows."""
 
     gunicorn: Gunicorn
     nginx: Nginx
     lifted: Nginx
+    exports: dict[str, str]
+    totals: dict[str, int]
+
+
+def written(write: Callable[[BinaryIO], object]) -> bytes:
+    """What write wrote."""
+    buffer = io.BytesIO()
+    write(buffer)
+    return buffer.getvalue()
+
+
+def export_targets(port: int) -> dict[str, str]:
+    """The target of each export in EXPORTS; since the oldest generation kept."""
+    listed = request(port, "/registry/generations", headers=ADMIN).json()
+    first = min(row["generation"] for row in listed["generations"])
+    return dict(
+        zip(
+            EXPORTS,
+            ("/registry/origins", "/registry/changes", f"/registry/changes?since={first}"),
+            strict=True,
+        )
+    )
+
+
+def rows_of(port: int, target: str) -> int:
+    """The rows an export of target sends: the JSON page's total of the same URL."""
+    page = f"{target}{'&' if '?' in target else '?'}limit=1"
+    return int(request(port, page, headers=ADMIN).json()["page"]["total"])
 
 
 @pytest.fixture(scope="module")
 def stack(
     database_factory: Callable[[], str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
-    """The demo graph loaded, gunicorn with its default timeouts, and nginx in front."""
+    """The earlier graphs and the demo graph loaded, gunicorn with its default timeouts, and
+    nginx in front."""
     conninfo = database_factory()
-    with tempfile.TemporaryFile() as file:
-        write_demo_document(file, ORIGINS, 5)
-        file.seek(0)
-        load_records(conninfo, file.read())
+    for document in (
+        written(lambda file: write_demo_document(file, EARLIER_ORIGINS, 4)),
+        written(lambda file: write_twin_document(file, ORIGINS, 5, TWIN_FRACTION)),
+        written(lambda file: write_demo_document(file, ORIGINS, 5)),
+    ):
+        load_records(conninfo, document)
     folder = tmp_path_factory.mktemp("nginx-exports")
     # As many exports at once as workers: this instance's own limit (tests of their own)
     # never answers before nginx's.
@@ -91,7 +140,10 @@ def stack(
     try:
         proxies.append(start_nginx(folder / "shipped", server.port, limits=None))
         proxies.append(start_nginx(folder / "lifted", server.port))
-        yield Stack(server, proxies[0], proxies[1])
+        exports = export_targets(server.port)
+        totals = {name: rows_of(server.port, target) for name, target in exports.items()}
+        assert totals["origins"] == ORIGINS
+        yield Stack(server, proxies[0], proxies[1], exports, totals)
     finally:
         for proxy in proxies:
             proxy.stop()
@@ -271,7 +323,32 @@ def signal_all(pids: set[int], signum: int) -> None:
         os.kill(pid, signum)
 
 
-def test_an_export_cut_half_way_through_nginx_as_shipped_never_looks_complete(stack: Stack):
+def every_worker_up(server: Gunicorn) -> set[int]:
+    """Wait until gunicorn runs WORKERS workers, none of them a killed one not yet reaped;
+    their process ids."""
+    found: set[int] = set()
+
+    def up() -> bool:
+        """Whether every worker now listed is alive."""
+        found.clear()
+        for pid in server.worker_pids():
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                return False
+            if state in ("Z", "X"):
+                return False
+            found.add(pid)
+        return len(found) == WORKERS
+
+    wait_for(up, f"gunicorn's {WORKERS} workers running", seconds=60)
+    return set(found)
+
+
+@pytest.mark.parametrize("export", EXPORTS)
+def test_an_export_cut_half_way_through_nginx_as_shipped_never_looks_complete(
+    stack: Stack, export: str
+):
     """Spooling as shipped: nginx takes an export from the worker as fast as the worker
     writes, so to cut one half-way the worker is held mid-export: nginx is paused (SIGSTOP)
     once the request is with gunicorn, the worker writes its first rows into the socket, and
@@ -283,14 +360,16 @@ def test_an_export_cut_half_way_through_nginx_as_shipped_never_looks_complete(st
         .read_text()
         .split()
     }
-    gunicorn_workers = stack.gunicorn.worker_pids()
+    # Every worker up (the case before killed them all), so that the SIGSTOP below holds
+    # each one that could take the request.
+    gunicorn_workers = every_worker_up(stack.gunicorn)
     port = stack.gunicorn.port
     clients: list[SlowClient] = []
     signal_all(gunicorn_workers, signal.SIGSTOP)
     try:
         opening = threading.Thread(
             target=lambda: clients.append(
-                SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON)
+                SlowClient(stack.nginx.port, "/v1" + stack.exports[export], NDJSON)
             )
         )
         opening.start()
@@ -317,7 +396,7 @@ def test_an_export_cut_half_way_through_nginx_as_shipped_never_looks_complete(st
     total = int(client.head["registry-total"])
     body = client.read_rest()
     assert not body.complete
-    assert 0 < len(body.lines()) < total == ORIGINS
+    assert 0 < len(body.lines()) < total == stack.totals[export]
     wait_for(
         lambda: request(port, "/registry/summary", headers=ADMIN).status == 200,
         "gunicorn answering again with new workers",
@@ -361,47 +440,60 @@ def read_in_bursts(client: SlowClient, pause: float) -> None:
     time.sleep(pause)
 
 
+# Each export's two readers through nginx come from a loopback address of their own, so that
+# nginx's limit per client address as shipped (2 exports at once) admits all six.
+SOURCES = {"origins": "127.0.0.2", "changes": "127.0.0.3", "changes since": "127.0.0.4"}
+
+
 def test_throttled_readers_get_whole_exports_under_the_shipped_timeouts(stack: Stack):
-    """With every timeout as shipped, at once: a reader that stops for just under the send
-    timeout after a burst, direct and through nginx, and a reader at 10 KB/s through nginx
-    for longer than nginx's send_timeout (and at least 60 s): each export is complete."""
-    clients = {
-        "bursty, direct": SlowClient(stack.gunicorn.port, "/registry/origins", NDJSON),
-        "bursty, nginx": SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON),
-        "10 KB/s, nginx": SlowClient(stack.nginx.port, "/v1/registry/origins", NDJSON),
-    }
+    """With every timeout as shipped, for every export at once (side by side rather than one
+    case each: each case lasts longer than the send timeout): a reader that stops for just
+    under the send timeout after a burst, direct and through nginx, and a reader at 10 KB/s
+    through nginx for longer than nginx's send_timeout (and at least 60 s): each export is
+    complete."""
     steady_seconds = max(60, SEND_TIMEOUT_S + 5)
     plans: dict[str, Callable[[SlowClient], None]] = {
         "bursty, direct": lambda client: read_in_bursts(client, SEND_TIMEOUT_S - 5),
         "bursty, nginx": lambda client: read_in_bursts(client, SEND_TIMEOUT_S - 5),
         "10 KB/s, nginx": lambda client: client.read_for(steady_seconds),
     }
-    open_after_plan: dict[str, bool] = {}
-    bodies: dict[str, Body] = {}
+    # The direct readers first: each export holds its worker until its reader takes more, and
+    # the exports through nginx are then spooled, one after another, by the worker left.
+    clients: dict[tuple[str, str], SlowClient] = {}
+    for export, target in stack.exports.items():
+        clients[export, "bursty, direct"] = SlowClient(stack.gunicorn.port, target, NDJSON)
+    for export, target in stack.exports.items():
+        for plan in ("bursty, nginx", "10 KB/s, nginx"):
+            clients[export, plan] = SlowClient(
+                stack.nginx.port, "/v1" + target, NDJSON, source=SOURCES[export]
+            )
+    open_after_plan: dict[tuple[str, str], bool] = {}
+    bodies: dict[tuple[str, str], Body] = {}
 
-    def run(name: str) -> None:
+    def run(key: tuple[str, str]) -> None:
         """The reader's plan, then the rest at full speed."""
-        client = clients[name]
-        plans[name](client)
-        open_after_plan[name] = not client.body().complete
-        bodies[name] = client.read_rest()
+        client = clients[key]
+        plans[key[1]](client)
+        open_after_plan[key] = not client.body().complete
+        bodies[key] = client.read_rest()
 
     for client in clients.values():
         assert client.status == 200
         # The reader's own timeout must outlast its pauses.
         client.sock.settimeout(SEND_TIMEOUT_S * 2)
     started = time.monotonic()
-    readers = [threading.Thread(target=run, args=(name,)) for name in clients]
+    readers = [threading.Thread(target=run, args=(key,)) for key in clients]
     for reader in readers:
         reader.start()
     for reader in readers:
         reader.join()
-    assert all(int(client.head["registry-total"]) == ORIGINS for client in clients.values())
+    totals = {key: int(client.head["registry-total"]) for key, client in clients.items()}
+    assert totals == {key: stack.totals[key[0]] for key in clients}
     # Per reader: still open after its pause or slow reading (the server waited on it), then
     # complete, every row.
     outcome = {
-        name: (open_after_plan[name], body.complete, len(body.lines()))
-        for name, body in bodies.items()
+        key: (open_after_plan[key], body.complete, len(body.lines()))
+        for key, body in bodies.items()
     }
-    assert outcome == {name: (True, True, ORIGINS) for name in clients}
+    assert outcome == {key: (True, True, stack.totals[key[0]]) for key in clients}
     assert time.monotonic() - started >= steady_seconds

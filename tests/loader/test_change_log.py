@@ -251,6 +251,7 @@ def test_an_upgraded_database_keeps_the_change_sets_of_its_kept_graphs(
             "007_net_change_lines_inlined",
             "008_change_log_in_line",
             "009_change_log_by_generation",
+            "010_digests",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         # generation 1's graph was dropped, and its change set with it
@@ -350,6 +351,7 @@ def test_an_upgraded_database_numbers_the_net_changes_it_keeps(
             "007_net_change_lines_inlined",
             "008_change_log_in_line",
             "009_change_log_by_generation",
+            "010_digests",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert places_are_exact(conn) > 0
@@ -419,6 +421,7 @@ def test_an_upgraded_database_builds_the_lines_of_net_changes_in_the_statement(
             "007_net_change_lines_inlined",
             "008_change_log_in_line",
             "009_change_log_by_generation",
+            "010_digests",
         ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert line_functions_inlined(conn)
@@ -480,7 +483,11 @@ def test_an_upgraded_database_keeps_the_records_of_later_loads_in_line(
         out_of_line = records_out_of_line(conn)
         assert out_of_line > 0
         lines = export_lines(conn)
-        assert apply_migrations(conn) == ["008_change_log_in_line", "009_change_log_by_generation"]
+        assert apply_migrations(conn) == [
+            "008_change_log_in_line",
+            "009_change_log_by_generation",
+            "010_digests",
+        ]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         assert export_lines(conn) == lines
         assert records_out_of_line(conn) == out_of_line
@@ -522,7 +529,7 @@ def test_an_upgraded_database_reads_one_change_set_by_generation_and_id(
         as_before_migration_9(conn)
         before = change_log_indexes(conn)
         assert not any("(generation, id)" in index for index in before), before
-        assert apply_migrations(conn) == ["009_change_log_by_generation"]
+        assert apply_migrations(conn) == ["009_change_log_by_generation", "010_digests"]
         assert get_schema_state(conn)["graph_version"] == SCHEMA_VERSION
         after = change_log_indexes(conn)
         assert [index for index in after if "(generation" in index] == [

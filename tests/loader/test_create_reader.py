@@ -498,5 +498,6 @@ def test_the_reader_may_read_the_kept_change_sets(graph_db, new_role):
             "007_net_change_lines_inlined",
             "008_change_log_in_line",
             "009_change_log_by_generation",
+            "010_digests",
         ]
     _reads_the_kept_change_sets(graph_db, role)

@@ -12,11 +12,13 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import psycopg
 from psycopg import sql
 
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.roles import create_reader_role
+from registry.digest import digest_of
 from registry.loader.loading import load_document
 
 from .graphs import load
@@ -73,12 +75,18 @@ def test_status_lists_generations_and_reader_roles(
         assert status["graph_version"] == SCHEMA_VERSION
         assert status["reader_roles"] == {role: True}
         assert status["server_version"]
+        # The same graph loaded twice: the same digest, that of its four records.
+        with psycopg.connect(conninfo) as conn:
+            docs = [doc for (doc,) in conn.execute("SELECT doc FROM graph.origin_docs")]
+        expected = digest_of(orjson.loads(doc) for doc in docs)
+        assert [g["digest"] for g in status["generations"]] == [expected, expected]
         assert "password" not in status["conninfo"]
 
         text = registry_status(conninfo).stdout
         assert f"reader role  {role}: exists" in text
         assert "generations  2 kept, newest first" in text
         assert f"{second.generation}  loaded " in text and "(live)" in text
+        assert f"          digest {expected}" in text
     finally:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))

@@ -26,6 +26,7 @@ from registry.loader.demo import write_demo_document
 from registry.loader.loading import load_document
 from registry.settings import load_settings
 from schemas.params import parse_origin_list_query
+from tests.recording import RecordingConnection
 
 ROOT = Path(__file__).resolve().parents[2]
 # Enough origins that the planner prefers an index-only scan of origin_rows to a sequential
@@ -46,17 +47,6 @@ GIVE_UP_S = 120.0
 READ_MODEL = frozenset({"origin_rows", "origin_docs", "origin_csv", "origin_search"})
 
 pytestmark = pytest.mark.db
-
-
-class RecordingConnection(psycopg.Connection[Any]):
-    """A real connection that also keeps each statement it runs, with its parameters."""
-
-    ran: list[tuple[str, Any]]
-
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        """Remember the statement, then run it as usual."""
-        self.ran.append((query, params))
-        return super().execute(query, params, **kwargs)
 
 
 def registry_load(conninfo: str, path: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,9 @@ ever produced, `GET /registry/changes?since=m` answers as the model says: a 410 
 details below the oldest since, else the net changes, read page by page through `Link`, as
 NDJSON and as CSV; pinned to the generation before the newest too. And the changes applied
 to the export of m (the service's while m's graph is kept, else the model's) give exactly
-the export of n, JSON, NDJSON and CSV alike. The history of each origin the last loads
-held is the model's too.
+the export of n, JSON, NDJSON and CSV alike, and the digest of m less the hashes of the
+changes' befores plus those of their afters is the digest every answer from n states. The
+history of each origin the last loads held is the model's too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from registry import digest
 from tests.properties.catchup_model import Chain, apply_changes, listing_order
 from tests.properties.catchup_support import (
     CatchupGraph,
@@ -112,6 +114,27 @@ def check_mirror(graph: CatchupGraph, m: int, n: int, changes: list[Record]) -> 
     assert rows == origins_csv(graph.get(f"/registry/origins?generation={n}", CSV))
 
 
+def check_digests(graph: CatchupGraph, m: int, n: int) -> None:
+    """The digest of n, as every answer from n states it, is the digest of m (the model's
+    records at m) less the hashes of the changes' befores plus those of their afters
+    (registry/digest.py): a copy at m that applies since=m holds n, and can prove it."""
+    exported = graph.get(changes_url(m, n), NDJSON)
+    changes = ndjson(exported)
+    kept = digest.from_hex(digest.digest_of(graph.chain.at(m).values()))
+    for change in changes:
+        if change["before"] is not None:
+            kept -= digest.record_hash(change["before"])
+        if change["after"] is not None:
+            kept += digest.record_hash(change["after"])
+    stated = exported.headers["Registry-Digest"]
+    assert digest.as_hex(kept) == stated, f"since={m} generation={n}"
+    at_n = graph.get(f"/registry/origins?generation={n}", NDJSON)
+    assert at_n.headers["Registry-Digest"] == stated
+    assert digest.digest_of(ndjson(at_n)) == stated
+    listed = graph.get(f"/registry/generations?generation={n}").get_json()["generations"]
+    assert listed[0]["generation"] == n and listed[0]["digest"] == stated
+
+
 def check_error(response: Any, status: int, expected: Any) -> None:
     """A 400 names `since` in its details; a 404 or 410 is the contract's body, whole."""
     assert response.status_code == status, (response.status_code, response.get_data())
@@ -149,6 +172,7 @@ def test_changes_since_every_kept_generation_rebuild_the_newest(
         event(f"since: {n - m} generations back; {len(expected)} changes")
         check_net_changes(graph, m, n, expected, limit)
         check_mirror(graph, m, n, expected)
+        check_digests(graph, m, n)
         # pinned to the generation before the newest, whose graph is kept
         before_n = model.generations[-2].number if len(model.generations) > 1 else n
         status, expected = model.since(m, before_n)

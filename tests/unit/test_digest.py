@@ -58,14 +58,14 @@ QUIET_CANONICAL = (
     '"registry_id":null},"presentations":[]}'
 ).encode()
 NOISY_CANONICAL = (
-    '{"bans":{"address":"1.2.3","allocated":true,"channel":3,"held":{"at":'
-    '"2026-01-02T03:04:05Z","reason":"\\"quoted\\" \\\\back\\\\"},"network":1,'
-    '"publication_status":"held","station":2},"governance":{"active_edges":2,'
-    '"state":"governed"},"origin":{"id":"svc:origin:00000000-0000-4000-8000-000000000002",'
-    '"name":"tab\\there\\nline\\r\\u0000\\u001f\x7f\\b\\f/","network":{"id":"svc:network:x",'
-    '"name":"Ctl \\u0001"},"registry_id":"R-7"},"presentations":[{"availability":null,'
-    '"carriage_id":"c1","provider":null,"source":null,"transport":"iptv"}]}'
-).encode()
+    b'{"bans":{"address":"1.2.3","allocated":true,"channel":3,"held":{"at":'
+    b'"2026-01-02T03:04:05Z","reason":"\\"quoted\\" \\\\back\\\\"},"network":1,'
+    b'"publication_status":"held","station":2},"governance":{"active_edges":2,'
+    b'"state":"governed"},"origin":{"id":"svc:origin:00000000-0000-4000-8000-000000000002",'
+    b'"name":"tab\\there\\nline\\r\\u0000\\u001f\x7f\\b\\f/","network":{"id":"svc:network:x",'
+    b'"name":"Ctl \\u0001"},"registry_id":"R-7"},"presentations":[{"availability":null,'
+    b'"carriage_id":"c1","provider":null,"source":null,"transport":"iptv"}]}'
+)
 # SHA-256 of each canonical form, and their sum modulo 2^256.
 QUIET_SHA = "b1104577ff18beb24663ae8a276ee2cc7d4e55674b9d3e7783c44db1f6939913"
 NOISY_SHA = "465cdeaef71b2d6a1f59745368fbf38c777e8d6b67800c5231e62003dbc16399"

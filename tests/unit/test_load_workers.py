@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from registry import digest
 from registry.loader import parsing, rendering
 from registry.loader.demo import write_demo_document
 from registry.loader.document import MAX_LINE_BYTES
@@ -273,7 +274,11 @@ def test_records_rendered_in_pieces_come_back_in_order(tmp_path: Path):
         Path(render.presentations).write_bytes(b"".join(shown))
         render.start()
         expected = b"".join(render.rendered())
+        one_process = render.digest
     assert expected.count(b"\n") == 3000
+    # The digest is the records' (registry.digest), as stored: COPY's escapes undone.
+    stored = [line.split(b"\t", 1)[1].replace(b"\\\\", b"\\") for line in expected.splitlines()]
+    assert one_process == digest.as_hex(sum(map(digest.text_hash, stored)))
     assert expected.count(b'"carriage_id"') == len(shown)
     assert b'"name":"tab\\\\there"' in expected  # a tab: JSON's \t, then COPY's \\t
     with OriginRender(origins=PARALLEL_FROM, workers=2) as render:
@@ -281,6 +286,7 @@ def test_records_rendered_in_pieces_come_back_in_order(tmp_path: Path):
         Path(render.presentations).write_bytes(b"".join(shown))
         render.start()
         assert b"".join(render.rendered()) == expected
+        assert render.digest == one_process
 
 
 @settings(max_examples=200, deadline=None)
