@@ -399,32 +399,24 @@ def _add_mirror_commands(commands: Any) -> None:
     actions = mirror.add_subparsers(dest="mirror_command", required=True, metavar="MIRROR_COMMAND")
     into = {"metavar": "TARGET", "required": True, "help": "a SQLite file or a postgresql:// URL"}
     token_file = {"metavar": "PATH", "default": None, "help": "the token (else REGISTRY_TOKEN)"}
-    sync = actions.add_parser("sync", help="bring the copy to the newest generation, proven")
+    # No abbreviations: `--token SECRET` must be refused, not read as --token-file SECRET.
+    sync = actions.add_parser(
+        "sync", help="bring the copy to the newest generation, proven", allow_abbrev=False
+    )
     sync.add_argument("--url", required=True, help="what precedes /registry")
     sync.add_argument("--into", **into)
-    sync.add_argument(
-        "--follow",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="step again every SECONDS until SIGINT or SIGTERM",
-    )
+    seconds = {"type": float, "default": None, "metavar": "SECONDS"}
+    sync.add_argument("--follow", **seconds, help="step every SECONDS until SIGINT or SIGTERM")
     sync.add_argument("--token-file", **token_file)
-    sync.add_argument(
-        "--reset", action="store_true", help="export again, even a copy of another URL"
-    )
-    sync.add_argument(
-        "--give-up-after",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="stop retrying after SECONDS (default: 300, and never with --follow)",
-    )
+    sync.add_argument("--reset", action="store_true", help="export again, even another URL's copy")
+    sync.add_argument("--give-up-after", **seconds, help="retry for SECONDS (300; --follow: ever)")
     sync.set_defaults(run=_mirror("command_sync"))
     status = actions.add_parser("status", help="the copy as one JSON object")
     status.add_argument("--into", **into)
     status.set_defaults(run=_mirror("command_status"))
-    verify = actions.add_parser("verify", help="recompute the copy's digest and compare it")
+    verify = actions.add_parser(
+        "verify", help="recompute the copy's digest and compare it", allow_abbrev=False
+    )
     verify.add_argument("--into", **into)
     verify.add_argument("--url", default=None, help="compare with this service's digest too")
     verify.add_argument("--token-file", **token_file)

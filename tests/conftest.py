@@ -57,7 +57,10 @@ LONGEST_FIRST = (
     "tests/e2e/test_export_limit.py",  # 33 (one process)
     "tests/e2e/test_paths_operators_take.py",  # 41
     "tests/loader/test_create_reader.py",  # 36
+    "tests/e2e/test_mirror_sync.py",  # 26 to 46 alone on a busy machine (one gunicorn a test)
     "tests/properties/test_generation_sweep.py",  # 30
+    "tests/e2e/test_mirror_follow.py",  # 25 to 29 alone (a registry mirror process a test)
+    "tests/e2e/test_mirror_verify.py",  # 25 to 29 alone
     "tests/e2e/test_docs_page.py",  # 30
     "tests/mirror/test_mirror_polite.py",  # 35 (measured alone, machine shared)
     "tests/properties/test_export_listing.py",  # 26
@@ -65,6 +68,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_export_memory.py",  # 26
     "tests/loader/test_load_changes.py",  # 26
     "tests/properties/test_listing_sweep.py",  # 22
+    "tests/e2e/test_mirror_retries.py",  # 21 to 25 alone (5 s of them the waits it checks)
     "tests/properties/test_change_set.py",  # 21
     "tests/properties/test_lookups.py",  # 20
     "tests/unit/test_common_lines.py",  # 19

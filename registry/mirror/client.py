@@ -8,7 +8,7 @@ reused from step to step.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from types import TracebackType
@@ -121,18 +121,19 @@ class Answer:
 
 
 class Client:
-    """GET requests to one registry with one token; urllib3 keeps the connection."""
+    """GET requests to one registry; urllib3 keeps the connection.
 
-    def __init__(self, base_url: str, token: str):
+    `token` is the token, or what gives it at each request (a token file read again, so
+    that a token replaced in it is sent from the next request on).
+    """
+
+    def __init__(self, base_url: str, token: str | Callable[[], str]):
         self.base_url = base_url.rstrip("/")
+        self.token = token if callable(token) else (lambda: token)
         self.pool = urllib3.PoolManager(
             retries=False,
             timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S),
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept-Encoding": "gzip",
-                "User-Agent": USER_AGENT,
-            },
+            headers={"Accept-Encoding": "gzip", "User-Agent": USER_AGENT},
         )
 
     def get(self, path: str, accept: str, headers: dict[str, str] | None = None) -> Answer:
@@ -142,7 +143,12 @@ class Client:
             raw = self.pool.request(
                 "GET",
                 self.base_url + path,
-                headers={**self.pool.headers, "Accept": accept, **(headers or {})},
+                headers={
+                    **self.pool.headers,
+                    "Authorization": f"Bearer {self.token()}",
+                    "Accept": accept,
+                    **(headers or {}),
+                },
                 preload_content=False,
                 decode_content=True,
             )

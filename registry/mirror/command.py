@@ -15,7 +15,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,6 +80,23 @@ def _run(name: str, command: Callable[[], int]) -> int:
         return ERROR
 
 
+def token_source(args: argparse.Namespace, settings: Mapping[str, Any]) -> Callable[[], str]:
+    """What gives the token at each request: --token-file read again each time (a token
+    rotated in the file is used from the next request on; a file briefly unreadable while
+    it is replaced keeps the last token read), else the one REGISTRY_TOKEN gave."""
+    last = token(args, settings)
+    if args.token_file is None:
+        return lambda: last
+
+    def read() -> str:
+        nonlocal last
+        with suppress(OSError, UnicodeDecodeError):
+            last = Path(args.token_file).read_text(encoding="utf-8").strip() or last
+        return last
+
+    return read
+
+
 def base_url(text: str) -> str:
     """--url as the mirror keeps it: http(s)://host[:port][/prefix], no trailing slash."""
     parts = urlsplit(text)
@@ -92,8 +109,8 @@ def base_url(text: str) -> str:
 
 
 def token(args: argparse.Namespace, settings: Mapping[str, Any]) -> str:
-    """The token: the first line of --token-file, else REGISTRY_TOKEN (never an argument,
-    which `ps` would show to every user of the machine)."""
+    """The token: the text of --token-file, else REGISTRY_TOKEN (never an argument, which
+    `ps` would show to every user of the machine)."""
     if args.token_file is not None:
         try:
             text = Path(args.token_file).read_text(encoding="utf-8").strip()
@@ -142,7 +159,7 @@ def proven_step(step: Step, polite: Politeness, export: bool) -> int:
 def _sync(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     """Check the arguments and the copy's origin, then step once or follow."""
     url = base_url(args.url)
-    secret = token(args, settings)
+    secret = token_source(args, settings)
     if args.follow is not None and not args.follow > 0:
         raise Usage(f"--follow takes a number of seconds above 0, not {args.follow}")
     store = open_store(args.into, create=True)
@@ -155,10 +172,12 @@ def _sync(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
                 "--reset replaces it with an export of the new URL"
             )
         stop = threading.Event()
-        step = Step(Client(url, secret), store, url, report, progress_for(sys.stderr), stop)
-        if args.follow is None:
-            return _once(step, args, stop)
-        return _follow(step, args, stop)
+        client = Client(url, secret)
+        step = Step(client, store, url, report, progress_for(sys.stderr), stop)
+        try:
+            return _once(step, args, stop) if args.follow is None else _follow(step, args, stop)
+        finally:
+            client.close()
     finally:
         store.close()
 

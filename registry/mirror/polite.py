@@ -62,7 +62,8 @@ class Politeness:
                 spent = now - first_failure
                 if self.give_up_after is not None and spent + wait > self.give_up_after:
                     raise GaveUp(
-                        f"gave up after {failures} failed attempts over {spent:.0f} s "
+                        f"gave up after {failures} failed attempt{'s' * (failures > 1)} "
+                        f"over {spent:.0f} s "
                         f"(the bound is {self.give_up_after:.0f} s): {error}"
                     ) from error
                 self.report(f"waiting {wait:.1f} s before asking again: {error}")

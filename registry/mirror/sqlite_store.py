@@ -89,7 +89,9 @@ class SqliteStore:
         self.conn = conn
 
     @classmethod
-    def open(cls, target: str, create: bool) -> SqliteStore | None:
+    def open(
+        cls, target: str, create: bool, busy_timeout_s: float = BUSY_TIMEOUT_S
+    ) -> SqliteStore | None:
         """The file's copy; with `create`, the file and tables made when missing; without,
         None when the file or its tables are missing."""
         path = Path(target)
@@ -97,7 +99,7 @@ class SqliteStore:
             return None
         try:
             # Autocommit: the store says where each transaction begins and ends itself.
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")

@@ -43,7 +43,7 @@ class DigestMismatch(Exception):
     """The copy after a step is not the generation the service answered."""
 
     def __init__(self, what: str, held: str, served: str):
-        super().__init__(f"{what}: digest mismatch (copy {held}, service {served})")
+        super().__init__(f"{what}, digest mismatch (copy {held}, service {served})")
 
 
 @dataclass
@@ -74,6 +74,7 @@ class Step:
         path = f"/registry/changes?since={since}"
         with self.client.get(path, NDJSON, conditional) as answer:
             if answer.status in (404, 410):
+                answer.message()  # read whole, so that the export reuses the connection
                 self.report(f"since {since} is gone ({answer.status}): exporting again")
             elif answer.status == 304:
                 return self._not_modified(writer, copy, answer)
@@ -85,10 +86,11 @@ class Step:
     def _not_modified(self, writer: Writer, copy: MirrorRow, answer: Answer) -> int:
         """304: nothing to apply, but the copy must still be the digest of the generation."""
         generation, served = stamp(answer)
+        line = f"generation {generation}: not modified"
         if generation != copy.generation or served != copy.digest:
-            raise DigestMismatch(f"generation {generation}", copy.digest, served)
+            raise DigestMismatch(line, copy.digest, served)
         writer.set_state(_row(copy.url, generation, copy.digest, copy.etag))
-        self.report(f"generation {generation}: not modified")
+        self.report(line)
         return generation
 
     def _apply(self, writer: Writer, copy: MirrorRow, answer: Answer) -> int:
@@ -100,18 +102,17 @@ class Step:
             digest += _apply_batch(writer, [change for _text, change in batch])
         held = as_hex(digest)
         since = copy.generation
-        what = (
-            f"generation {since}" if generation == since else f"generation {since} -> {generation}"
-        )
+        unchanged = generation == since and expected == 0
+        if unchanged:
+            what = f"generation {since}: not modified"
+        else:
+            what = f"generation {since} -> {generation}: {expected} changes"
         if held != served:
             raise DigestMismatch(what, held, served)
         # The ETag names this URL (since=<since>): worth sending only while since stays.
         etag = answer.header("ETag") if generation == since else None
         writer.set_state(_row(copy.url, generation, held, etag))
-        if generation == since:
-            self.report(f"generation {generation}: not modified")
-        else:
-            self.report(f"{what}: {expected} changes, digest ok")
+        self.report(what if unchanged else f"{what}, digest ok")
         return generation
 
     def _export(self, writer: Writer) -> int:

@@ -78,7 +78,11 @@ def _disagreement(row: MirrorRow, computed: str, url: str | None, secret: str | 
         )
     if url is None or secret is None:
         return None
-    served = service_digest(Client(url, secret), generation)
+    client = Client(url, secret)
+    try:
+        served = service_digest(client, generation)
+    finally:
+        client.close()
     if served is None:
         return (
             f"generation {generation}: the service gives no digest for it (no longer listed "
@@ -113,5 +117,9 @@ def service_digest(client: Client, generation: int) -> str | None:
 def _repair(store: Store, url: str, secret: str) -> None:
     """Replace the copy with a proven export of url."""
     stop = threading.Event()
-    step = Step(Client(url, secret), store, url, report, progress_for(sys.stderr), stop)
-    proven_step(step, Politeness(report, stop), export=True)
+    client = Client(url, secret)
+    try:
+        step = Step(client, store, url, report, progress_for(sys.stderr), stop)
+        proven_step(step, Politeness(report, stop), export=True)
+    finally:
+        client.close()

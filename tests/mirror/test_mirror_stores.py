@@ -1,0 +1,214 @@
+"""The mirror's stores against a real SQLite file and a real PostgreSQL database: a step is
+one transaction, the mirror row included, whatever ends it (an error, a second writer, a
+process killed with SIGKILL half-way), and readers keep the copy they had meanwhile
+(docs/mirror.md, "The store" and "Atomicity")."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import psycopg
+import pytest
+
+from registry.mirror.sqlite_store import SqliteStore
+from registry.mirror.stores import MirrorRow, Store, StoreBusy, open_store, shown
+from tests.mirror.mirror_support import make_target
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRST = MirrorRow("http://registry.example", 1, "1" * 64, 'W/"1-a"', "2026-01-01T00:00:00Z")
+SECOND = MirrorRow("http://registry.example", 2, "2" * 64, None, "2026-01-02T00:00:00Z")
+
+
+def record(number: int, name: str = "one") -> str:
+    """An Origin-shaped record as JSON text."""
+    return orjson.dumps({"origin": {"id": f"svc:origin:{number}", "name": name}}).decode()
+
+
+def rows(*numbers: int, name: str = "one") -> list[tuple[str, str]]:
+    """(id, record) rows for these numbers."""
+    return [(f"svc:origin:{number}", record(number, name)) for number in numbers]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A TARGET of each kind: a SQLite file not yet made, a fresh PostgreSQL database."""
+    return make_target(request, tmp_path, request.param)
+
+
+def opened(target: str) -> Store:
+    """The store, made when missing."""
+    store = open_store(target, create=True)
+    assert store is not None
+    return store
+
+
+def held(store: Store) -> dict[str, object]:
+    """Every record the store holds, decoded, by id; and the mirror row beside them."""
+    with store.snapshot() as snapshot:
+        found = [orjson.loads(text) for batch in snapshot.records for text in batch]
+        return {"row": snapshot.row, **{item["origin"]["id"]: item for item in found}}
+
+
+def first_copy(store: Store) -> None:
+    """Generation 1: origins 1, 2 and 3."""
+    with store.step() as writer:
+        writer.insert(rows(1, 2, 3))
+        writer.set_state(FIRST)
+
+
+def test_no_copy_until_a_step_commits(target: str) -> None:
+    """Without create nothing is made; with it the tables are, empty, and a committed step is
+    what a new connection reads, the row with it."""
+    assert open_store(target, create=False) is None
+    assert not Path(target).exists()  # a file is not made; a URL is no path
+    store = opened(target)
+    assert store.state() is None and store.count() == 0
+    first_copy(store)
+    store.close()
+    again = open_store(target, create=False)
+    assert again is not None
+    assert again.state() == FIRST and again.count() == 3
+    assert set(held(again)) == {"row", "svc:origin:1", "svc:origin:2", "svc:origin:3"}
+    again.close()
+
+
+def test_a_step_that_raises_leaves_the_previous_copy_whole(target: str) -> None:
+    """An export that cleared the copy, wrote the new rows and the new row, then failed (a
+    digest mismatch, a cut body): the previous generation, every record and the row."""
+    store = opened(target)
+    first_copy(store)
+    before = held(store)
+    with pytest.raises(RuntimeError), store.step() as writer:
+        writer.clear()
+        writer.insert(rows(7, 8))
+        writer.set_state(SECOND)
+        raise RuntimeError("the body was cut")
+    assert held(store) == before and store.state() == FIRST
+    store.close()
+
+
+def test_held_upsert_and_delete_change_only_the_ids_named(target: str) -> None:
+    """held gives the records of the ids the copy holds (none for the others); upsert adds
+    or replaces; delete removes and ignores ids not held."""
+    store = opened(target)
+    first_copy(store)
+    with store.step() as writer:
+        found = writer.held(["svc:origin:2", "svc:origin:9"])
+        assert list(found) == ["svc:origin:2"]
+        assert orjson.loads(found["svc:origin:2"]) == orjson.loads(record(2))
+        writer.upsert(rows(2, 4, name="two"))
+        writer.delete(["svc:origin:1", "svc:origin:9"])
+        writer.set_state(SECOND)
+    copy = held(store)
+    assert copy.pop("row") == SECOND
+    assert copy == {
+        "svc:origin:2": orjson.loads(record(2, "two")),
+        "svc:origin:3": orjson.loads(record(3)),
+        "svc:origin:4": orjson.loads(record(4, "two")),
+    }
+    store.close()
+
+
+def test_a_second_writer_is_told_the_copy_is_busy(target: str) -> None:
+    """While one step is open, another mirror's step on the same copy is refused (StoreBusy)
+    and the first still commits."""
+    store = opened(target)
+    if isinstance(store, SqliteStore):
+        other: Store | None = SqliteStore.open(target, create=False, busy_timeout_s=0.1)
+    else:
+        other = open_store(target, create=False)
+    assert other is not None
+    with store.step() as writer:
+        writer.insert(rows(1))
+        writer.set_state(FIRST)
+        with pytest.raises(StoreBusy), other.step():
+            pass
+    assert other.state() == FIRST
+    other.close()
+    store.close()
+
+
+def test_readers_keep_the_committed_copy_while_a_step_writes(target: str) -> None:
+    """A reader of the copy (another connection, as a user's program would be) reads the
+    previous generation, unblocked, while a step has replaced it but not committed."""
+    store = opened(target)
+    first_copy(store)
+    with store.step() as writer:
+        writer.clear()
+        writer.insert(rows(5))
+        writer.set_state(SECOND)
+        if target.endswith(".sqlite"):
+            with sqlite3.connect(target, timeout=0.1) as reader:
+                ids = [row[0] for row in reader.execute("SELECT id FROM origins ORDER BY id")]
+                assert reader.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        else:
+            with psycopg.connect(target, autocommit=True) as reader:
+                reader.execute("SET lock_timeout = '100ms'")
+                ids = [r[0] for r in reader.execute("SELECT id FROM registry_mirror.origins")]
+                ids.sort()
+        assert ids == ["svc:origin:1", "svc:origin:2", "svc:origin:3"]
+    assert store.count() == 1
+    store.close()
+
+
+KILLED_MID_STEP = """
+import os, signal, sys
+from registry.mirror.stores import MirrorRow, open_store
+store = open_store(sys.argv[1], create=True)
+with store.step() as writer:
+    writer.clear()
+    # More than SQLite's page cache holds: the step's pages reach the write-ahead log.
+    body = '{"origin": {"id": "x", "name": "%s"}}' % ("n" * 1000)
+    for start in range(0, 20000, 2000):
+        writer.insert([(f"svc:origin:new-{i}", body) for i in range(start, start + 2000)])
+    row = MirrorRow("http://registry.example", 2, "2" * 64, None, "2026-01-02T00:00:00Z")
+    writer.set_state(row)
+    print("written", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_process_killed_mid_step_leaves_the_previous_generation(target: str) -> None:
+    """kill -9 after a step cleared the copy, wrote 20,000 rows and the new mirror row,
+    before its commit: the next run finds generation 1 whole, and can step from it."""
+    store = opened(target)
+    first_copy(store)
+    before = held(store)
+    store.close()
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_STEP, target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert killed.returncode == -9 and killed.stdout == "written\n", killed.stderr
+    if target.endswith(".sqlite"):
+        # The killed step's rows were in the write-ahead log, uncommitted.
+        assert Path(target + "-wal").stat().st_size > 1_000_000
+    again = opened(target)
+    assert held(again) == before and again.count() == 3
+    deadline = time.monotonic() + 10
+    while True:  # PostgreSQL ends the dead client's session (and its lock) as it notices
+        try:
+            with again.step() as writer:
+                writer.set_state(SECOND)
+            break
+        except StoreBusy:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert again.state() == SECOND
+    again.close()
+
+
+def test_a_postgresql_target_is_shown_without_its_password() -> None:
+    """Messages name a PostgreSQL TARGET without its password; a file as given."""
+    assert shown("postgresql://mirror:s3cret@db:5432/copy") == "postgresql://mirror@db:5432/copy"
+    assert shown("postgresql://db/copy") == "postgresql://db/copy"
+    assert shown("copy.sqlite") == "copy.sqlite"
