@@ -60,8 +60,9 @@ def test_verify_finds_a_copy_edited_by_hand_and_repair_mends_it(
     edit_by_hand(store, edit)
     for more in ([], ["--url", url]):
         found = mirror("verify", "--into", store.target, *more)
-        assert found.returncode == 1, found.stdout + found.stderr
-        assert "digest" in (found.stdout + found.stderr).lower(), found.stdout + found.stderr
+        said = found.stdout + found.stderr
+        assert found.returncode == 1, said
+        assert f"generation {generation}" in said and "digest" in said, said
     assert store.row() == row, "verify alone changes nothing"
     repaired = mirror("verify", "--into", store.target, "--url", url, "--repair")
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
