@@ -14,14 +14,18 @@ import pytest
 
 from tests.mirror.mirror_copy import Store
 from tests.mirror.mirror_run import assert_converged, assert_whole, start, sync, wait_for
-from tests.mirror.registry_stack import Registry, demo, twin
+from tests.mirror.registry_stack import NDJSON, Registry, demo, twin
 from tests.mirror.relay import Relay
 
 pytestmark = [pytest.mark.e2e]
 
-ORIGINS, SEED = 2_000, 41
-# Slow enough that a change step's body (about 2 MB) lasts many seconds.
-SLOW_RATE = 150_000
+# The twin changes 2,500 origins: a body of about 3.3 MB, more than one batch of writes of
+# any mirror that writes as it reads, so that a signal late in it finds writes to undo.
+ORIGINS, SEED = 5_000, 41
+# Slow enough that the change step's body lasts many seconds.
+SLOW_RATE = 200_000
+# The share of the body sent before the signal: late, so that writes are under way.
+SIGNAL_AT = 0.85
 
 
 @pytest.mark.parametrize("moment", ["between steps", "mid-step"])
@@ -34,7 +38,8 @@ def test_a_signal_ends_follow_with_the_copy_whole(
     moment: str,
 ):
     """--follow 1 takes the first export and then the next load by itself; a signal then
-    ends it with exit 0 and the copy whole at one generation; a run after it converges."""
+        ends it with exit 0 and the copy whole at one generation (the step under way, its body
+    mostly read, finished or rolled back); a run after it converges."""
     registry = registry_factory()
     relay = Relay(registry.gunicorn.port)
     url, store = f"http://127.0.0.1:{relay.port}", store_factory("sqlite")
@@ -44,13 +49,16 @@ def test_a_signal_ends_follow_with_the_copy_whole(
     )
     try:
         wait_for(lambda: generation_of(store) == first, "the first export")
+        if moment == "mid-step":
+            relay.rate = SLOW_RATE
+        mark = relay.relayed
         second = registry.load(twin(ORIGINS, SEED, 0.5))
         if moment == "between steps":
             wait_for(lambda: generation_of(store) == second, "the next step")
         else:
-            relay.rate = SLOW_RATE
-            mark = relay.relayed
-            wait_for(lambda: relay.relayed > mark + 300_000, "the step's body under way")
+            body = registry.get(f"/registry/changes?since={first}", NDJSON).body
+            late = mark + SIGNAL_AT * len(body)
+            wait_for(lambda: relay.relayed > late, "the step's body mostly sent")
         assert running.alive()
         running.signal(number)
         relay.rate = None
