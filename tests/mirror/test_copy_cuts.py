@@ -22,17 +22,21 @@ from devtools.production_stack import nginx_binary, wait_for_port
 from tests.mirror.conftest import STORES
 from tests.mirror.mirror_copy import Store
 from tests.mirror.mirror_run import assert_converged, start, sync, wait_for
-from tests.mirror.registry_stack import Registry, demo, twin
+from tests.mirror.registry_stack import NDJSON, Registry, demo, twin
 from tests.mirror.relay import Relay
 
 pytestmark = [pytest.mark.e2e]
 
-# Far more than the buffers between the server and the relay (a worker's capped send buffer
-# and the relay's window: under 1 MB), so that most of the body is still to come when it is
-# cut: about 2.6 MB of NDJSON direct. nginx gzips it (the mirror asks for gzip) about tenfold,
-# and sends from a buffer of 512 KB, so through nginx the graph is five times as large.
-ORIGINS, NGINX_ORIGINS, SEED = 3_000, 15_000, 61
-SLOW_RATE = 200_000
+# Direct, the body is cut at 60 % of it: past several thousand lines, so that a mirror that
+# writes as it reads has writes to undo, and still megabytes short of the end, more than the
+# buffers between the server and the relay hold (a worker's capped send buffer and the
+# relay's window: under 1 MB). About 7 MB of NDJSON for the export, 5 MB of changes.
+ORIGINS, SEED = 8_000, 61
+CUT_AT = 0.6
+# nginx gzips the body (the mirror asks for gzip) about tenfold and sends from a buffer of
+# 512 KB: a larger graph, cut early (100 KB of gzip in, about a megabyte of NDJSON).
+NGINX_ORIGINS, NGINX_CUT_BYTES = 15_000, 100_000
+SLOW_RATE = 1_000_000
 
 
 def prepare(registry: Registry, relay: Relay, store: Store, step: str) -> tuple[int, int | None]:
@@ -44,6 +48,16 @@ def prepare(registry: Registry, relay: Relay, store: Store, step: str) -> tuple[
         return first, None
     assert_converged(store, registry, url, first, sync(url, store))
     return registry.load(twin(origins, SEED, 0.5)), first
+
+
+def body_size(registry: Registry, copied: tuple[int, int | None]) -> int:
+    """The bytes of the step's body as gunicorn sends it (NDJSON, not gzipped)."""
+    target, held = copied
+    if held is None:
+        return sum(len(line) + 1 for line in registry.export(target).lines.values())
+    answer = registry.get(f"/registry/changes?since={held}&generation={target}", NDJSON)
+    assert answer.status == 200
+    return len(answer.body)
 
 
 def step_requests(registry: Registry, mark: int) -> list[tuple[str, str]]:
@@ -78,7 +92,7 @@ def cut_and_converge(
     copied: tuple[int, int | None],
     cut: Callable[[], None],
     mend: Callable[[], None],
-    under_way: int = 400_000,
+    under_way: int,
 ) -> None:
     """Start a run through the slowed relay; once its body is under way, close the gate and
     cut; once the run comes back, check that nothing was applied; open the gate, mend, and
@@ -94,10 +108,13 @@ def cut_and_converge(
         relay.hold()
         connections = relay.connections
         cut()
-        wait_for(lambda: relay.connections > connections, "the run trying again")
-        assert running.alive()
+        wait_for(
+            lambda: relay.connections > connections or not running.alive(),
+            "the run asking again (or ending)",
+        )
         seen = peek(store)
         assert seen is None or seen == before, "a cut body was applied"
+        assert running.alive(), f"the run ended after the cut:\n{running.stderr()}"
         relay.rate = None
         relay.open()
         mend()
@@ -140,7 +157,15 @@ def test_a_body_cut_by_killed_workers_is_retried(
                 os.kill(pid, signal.SIGKILL)
 
         cut_and_converge(
-            registry, relay, store, url, tmp_path / "runs", copied, kill_workers, lambda: None
+            registry,
+            relay,
+            store,
+            url,
+            tmp_path / "runs",
+            copied,
+            kill_workers,
+            lambda: None,
+            int(CUT_AT * body_size(registry, copied)),
         )
     finally:
         relay.close()
@@ -195,7 +220,7 @@ def test_a_body_cut_by_stopping_nginx_is_retried(
             copied,
             registry.nginx.stop,
             back_after_failures,
-            under_way=100_000,
+            NGINX_CUT_BYTES,
         )
     finally:
         relay.close()
