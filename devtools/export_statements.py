@@ -34,7 +34,7 @@ FETCH = 2000
 def per_line_us(conn: psycopg.Connection, statement: str, params: dict[str, object]) -> float:
     """Microseconds a line to read statement's rows whole through a server-side cursor."""
     started = time.perf_counter()
-    conn.execute(QUERIES["origins/begin_export"])
+    conn.execute(QUERIES["exports/begin_export"])
     cursor = conn.cursor("export_statements")
     cursor.adapters.register_loader("text", _RawText)
     cursor.execute(statement, params)

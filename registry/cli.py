@@ -88,12 +88,13 @@ def command_db_url(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 def command_db_is_empty(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """registry db is-empty: exit 0 when the database holds no origins, 1 otherwise."""
     from registry.database.queries import QUERIES
+    from registry.database.rows import scalar
     from registry.loader.setup import ensure_graph
 
     with _connect(settings) as conn:
         ensure_graph(conn)
-        row = conn.execute(QUERIES["meta/count_origins"]).fetchone()
-    return 0 if row is not None and row[0] == 0 else 1
+        origins = scalar(conn, QUERIES["meta/count_origins"])
+    return 0 if origins == 0 else 1
 
 
 def command_db_stop(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -188,6 +189,7 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     from registry.database.migrations import apply_migrations
     from registry.database.queries import QUERIES
     from registry.database.roles import create_reader_role
+    from registry.database.rows import scalar
     from registry.loader.setup import ensure_graph
     from registry.settings import state_dir
     from registry.tokens.development import development_secret, mint_token
@@ -200,12 +202,12 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     env["DATABASE_URL"] = database_url
     with _connect(settings) as conn:
         apply_migrations(conn)
-        loaded = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-        if args.dev and not (loaded and loaded[0]):
+        loaded = scalar(conn, QUERIES["meta/graph_exists"])
+        if args.dev and not loaded:
             # A database never loaded: the demo's load is its first generation (publishing
             # an empty graph first would make it generation 2 and take a retention slot),
             # and its changed twin's the second, so /registry/changes has changes to show.
-            _load_dev_demo(conn, args.demo_origins, int(settings["REGISTRY_KEEP_GENERATIONS"]))
+            _load_dev_demo(conn, args.demo_origins, settings)
         ensure_graph(conn)
         if args.dev and embedded:
             # The embedded cluster's own role is a superuser: serve, as production does,
@@ -249,20 +251,29 @@ def command_serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     return code
 
 
-def _load_dev_demo(conn: psycopg.Connection, origins: int, keep_generations: int) -> None:
+def _load_dev_demo(conn: psycopg.Connection, origins: int, settings: dict[str, Any]) -> None:
     """Load the demo graph (seed 1), then its twin with DEV_DEMO_CHANGES of its origins
-    changed: two ordinary loads, each printing its summary line."""
+    changed: two ordinary loads, each printing its summary line, keeping generations and
+    change sets as the settings say (as `registry load` does)."""
     import tempfile
 
     from registry.loader.demo import write_demo_document
     from registry.loader.demo_twin import changes_line, write_twin_document
     from registry.loader.loading import load_counts_line, load_document
+    from registry.settings import keep_changes
+
+    generations, changes = int(settings["REGISTRY_KEEP_GENERATIONS"]), keep_changes(settings)
+
+    def load(spool: Any) -> None:
+        """One ordinary load of the spooled document; its summary line."""
+        result = load_document(conn, spool, keep_generations=generations, keep_changes=changes)
+        print(load_counts_line(result), flush=True)
 
     print(f"loading a demo graph of {origins:,} origins ...", flush=True)
     with tempfile.TemporaryFile() as spool:
         write_demo_document(spool, origins=origins, seed=1)
         spool.seek(0)
-        print(load_counts_line(load_document(conn, spool, None, keep_generations)), flush=True)
+        load(spool)
     with tempfile.TemporaryFile() as spool:
         twin = write_twin_document(spool, origins, seed=1, fraction=DEV_DEMO_CHANGES)
         spool.seek(0)
@@ -271,7 +282,7 @@ def _load_dev_demo(conn: psycopg.Connection, origins: int, keep_generations: int
             f"{changes_line(twin)} ...",
             flush=True,
         )
-        print(load_counts_line(load_document(conn, spool, None, keep_generations)), flush=True)
+        load(spool)
 
 
 def _run_until_exit(command: list[str], env: dict[str, str]) -> int:

@@ -157,18 +157,17 @@ def command_db_vacuum(args: argparse.Namespace, settings: dict[str, Any]) -> int
     """registry db vacuum [--generation N]: make a generation's read model all-visible,
     waiting (up to --wait-s) for the snapshots older than it, or than now, to end."""
     from registry.database.queries import QUERIES
+    from registry.database.rows import one_row, scalar
     from registry.loader import visibility
 
     with _connect(settings) as conn:
-        present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-        if not (present and present[0]):
+        if not scalar(conn, QUERIES["meta/graph_exists"]):
             print("registry db vacuum: no graph loaded yet; nothing to do")
             return 0
         generation = args.generation
         if generation is None:
-            row = conn.execute(QUERIES["meta/get_current_generation"]).fetchone()
-            assert row is not None and row[0] is not None  # a graph is loaded
-            generation = int(row[0])
+            # a graph is loaded: its one graph_info row is numbered
+            generation = int(one_row(conn, QUERIES["meta/get_current_generation"])["generation"])
         if not visibility.lock_generation(conn, generation):
             print(f"registry db vacuum: generation {generation} is being finished already")
             return 0

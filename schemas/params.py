@@ -30,8 +30,9 @@ ORIGIN_ID_FORMAT = (
 # never sees a huge string (anything past 2147483647 is held by no origin anyway).
 _ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
 ORIGIN_PREFIX = "svc:origin:"
-# Contract 13: at most this many distinct ids in one `id`; 100 prefixed ids fit in an 8 KiB
-# request line.
+# Contract 13: at most this many distinct ids in one `id`. 100 prefixed ids take about 5.4 KB
+# of a request line even with every colon and comma percent-encoded, well within the 16 KB
+# that gunicorn and nginx accept (gunicorn.conf.py, deploy/nginx.conf; docs/api.md).
 MAX_IDS = 100
 # The facets a listing may ask for, in the order they are documented (contract 13).
 FACET_NAMES = (

@@ -18,8 +18,14 @@ from schemas.errors import INVALID_PARAMETERS
 log = logging.getLogger("registry.errors")
 
 # Failures that mean "the database cannot answer now", not "the service is broken": a pool
-# with no connection to give, a server that is down or over statement_timeout, and a
-# database that has never had a graph loaded into it.
+# with no connection to give, a server that is down or over statement_timeout, a database
+# that has never had a graph loaded into it, and a generation built before a column this
+# code reads was added to the graph's layout (UndefinedColumn: a filter on a column of its
+# own read in a generation kept from before it, whose migration did not add the column).
+# That last is a 503 too, never a fallback that would ignore the filter (a wrong answer),
+# nor a bare 500: the live graph answers again once the next load rebuilds it, an older
+# generation once retention drops it, and registry_unavailable_total{cause="graph_layout"}
+# tells the operator which it is (ARCHITECTURE.md, "Adding a filter or a facet").
 DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
     PoolTimeout,
     TooManyRequests,
@@ -27,6 +33,7 @@ DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
     psycopg.errors.QueryCanceled,
     psycopg.errors.UndefinedTable,
     psycopg.errors.InvalidSchemaName,
+    psycopg.errors.UndefinedColumn,
 )
 
 
@@ -66,9 +73,12 @@ def service_unavailable() -> Response:
 
 
 def unavailable_cause(error: Exception, database_down: bool) -> str:
-    """The metrics label of a database failure: pool timeout, statement timeout, down, no graph."""
+    """The metrics label of a database failure: pool timeout, statement timeout, down, no
+    graph, or a generation without a column of this code's layout."""
     if isinstance(error, psycopg.errors.QueryCanceled):
         return "statement_timeout"
+    if isinstance(error, psycopg.errors.UndefinedColumn):
+        return "graph_layout"
     if isinstance(error, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
         return "no_graph"
     if not database_down and isinstance(error, PoolTimeout | TooManyRequests):
@@ -85,6 +95,16 @@ def _database_unavailable(error: Exception) -> Response:
     database = current_app.extensions.get("registry_db")
     down = database is not None and database.unreachable
     count_unavailable(unavailable_cause(error, down))
+    if isinstance(error, psycopg.errors.UndefinedColumn):
+        # Not the database's fault but the layout's: said at the level of a defect, once a
+        # request, with what to do.
+        log.error(
+            "a generation lacks a column this code reads (built before the column was added;"
+            " a migration must add it to the generations kept, or the next load replaces the"
+            " live one): %s",
+            str(error).strip()[:300],
+        )
+        return service_unavailable()
     level = logging.DEBUG if down else logging.WARNING
     log.log(level, "database unavailable: %s: %s", type(error).__name__, str(error).strip()[:300])
     return service_unavailable()

@@ -47,7 +47,7 @@ from registry.api.metrics import count_export_refused, observe_export_ended, obs
 from registry.api.origin_csv import OriginCsvWriter, stored_rows
 from registry.database.exports import (
     OpenedExport,
-    close_origin_export,
+    close_export,
     fetch_export_batch,
     open_origin_export,
 )
@@ -270,7 +270,7 @@ class ExportBody:
         # otherwise stay taken until the worker ends.
         try:
             try:
-                close_origin_export(self._conn, self._cursor)
+                close_export(self._conn, self._cursor)
             finally:
                 self._give_back()
         finally:

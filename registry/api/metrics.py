@@ -66,6 +66,7 @@ UNAVAILABLE_CAUSES = (
     "statement_timeout",
     "database_down",
     "no_graph",
+    "graph_layout",
     "jwks_unavailable",
 )
 REJECTION_REASONS = (

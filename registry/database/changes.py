@@ -18,7 +18,7 @@ from psycopg import sql
 from registry.database.exports import OpenedExport, open_export
 from registry.database.generations import LIVE_SCHEMA, Stamp, row_stamp
 from registry.database.queries import QUERIES
-from registry.database.rows import all_rows, one_row
+from registry.database.rows import all_rows, one_row, scalar
 
 _LIST = {
     "all": "changes/list_changes",
@@ -71,11 +71,13 @@ class GenerationList:
 
 
 def filter_path(filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Which index serves the filters (block implies changed), and the parameters."""
+    """Which index serves the filters, and the parameters: a block implies kind changed, and
+    a filtered path names both (block null for a kind alone), as the net changes' statements
+    of one kind read them (sql/changes/list_net_changes_of_kind.sql)."""
     if "block" in filters:
-        return "block", {"block": filters["block"]}
+        return "block", {"kind": "changed", "block": filters["block"]}
     if "kind" in filters:
-        return "kind", {"kind": filters["kind"]}
+        return "kind", {"kind": filters["kind"], "block": None}
     return "all", {}
 
 
@@ -159,5 +161,5 @@ def open_change_export(
 def oldest_since(conn: psycopg.Connection, generation: int) -> int | None:
     """The oldest since of generation (contract 12): the smallest m such that the change set
     of every generation after m, up to generation, is kept; None when none was produced."""
-    row = conn.execute(QUERIES["changes/get_oldest_since"], {"generation": generation}).fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    since = scalar(conn, QUERIES["changes/get_oldest_since"], {"generation": generation})
+    return None if since is None else int(since)

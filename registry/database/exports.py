@@ -7,7 +7,7 @@ has gone; nothing is held in memory beyond one batch. The number of rows it will
 (contract §11, `Registry-Total`) is the listing's total, read in the same snapshot.
 
 The transaction may wait on a slow client for as long as the client keeps reading, so it
-is exempt from idle_in_transaction_session_timeout (origins/set_export_settings.sql); the
+is exempt from idle_in_transaction_session_timeout (exports/set_export_settings.sql); the
 caller bounds it instead, by its send timeout. While it is open, the tables it reads are
 locked against a load's drop of their generation (the load leaves that drop to a later load,
 registry.loader.loading), so a load never cuts an export on the server it reads.
@@ -31,17 +31,17 @@ from psycopg.adapt import Buffer, Loader
 from registry.database.generations import Stamp, graph_statement, read_generation, row_stamp
 from registry.database.queries import QUERIES
 from registry.database.repository import filter_params, list_origins
-from registry.database.rows import first_row
+from registry.database.rows import first_row, scalar
 
-_BEGIN = QUERIES["origins/begin_export"]
-_SETTINGS = QUERIES["origins/set_export_settings"]
+_BEGIN = QUERIES["exports/begin_export"]
+_SETTINGS = QUERIES["exports/set_export_settings"]
 _EXPORT_ALL = "origins/export_all_origins"
 _EXPORT_BY_FLAGS = "origins/export_origins_by_flags"
 _EXPORT_BY_NETWORK = "origins/export_origins_by_network"
 _EXPORT_BY_STATION = "origins/export_origins_by_station"
 _EXPORT_SEARCH = "origins/export_search_origins"
 _EXPORT_BY_IDS = "origins/export_origins_by_ids"
-_STAMP = "origins/get_export_stamp"
+_STAMP = "exports/get_export_stamp"
 _HAS_CSV_ROWS = QUERIES["origins/origin_csv_exists"]
 # The stamp of an attempt that found the schemas renamed under it; never a real generation.
 MOVED = Stamp(0, datetime.min.replace(tzinfo=UTC), None)
@@ -126,7 +126,7 @@ def open_export(
 
     plan(conn, schema) says what to read. The connection must be in autocommit mode (the
     service's sessions are) and idle; at most `first` rows come with the stamp, the rest
-    through fetch_export_batch. Always end the export with close_origin_export, whatever
+    through fetch_export_batch. Always end the export with close_export, whatever
     happened. A generation not kept raises as any pinned read does
     (registry.database.generations).
     """
@@ -138,7 +138,7 @@ def open_export(
         first one's row (it reads a newer graph, invisible to this snapshot) and the stamp
         returned is MOVED, so that the caller tries again."""
         # A pinned read may try another schema after a load renamed them: start afresh.
-        close_origin_export(conn, opened.pop() if opened else None)
+        close_export(conn, opened.pop() if opened else None)
         conn.execute(_BEGIN)
         conn.execute(_SETTINGS)
         cursor = conn.cursor(CURSOR_NAME)
@@ -152,7 +152,7 @@ def open_export(
             after = first_row(conn, stamp_query)
             rows = fetch_export_batch(cursor, first)
         except BaseException:
-            close_origin_export(conn, opened.pop())
+            close_export(conn, opened.pop())
             raise
         if before is None or after != before:
             return MOVED, OpenedExport(MOVED, cursor, [], csv_lines)
@@ -167,23 +167,22 @@ def open_export(
         # Loads renamed the schemas under every attempt: rare enough to ask for a retry (503).
         raise psycopg.errors.QueryCanceled("the graph moved on every attempt")
     except BaseException:
-        close_origin_export(conn, opened.pop() if opened else None)
+        close_export(conn, opened.pop() if opened else None)
         raise
 
 
 def _has_csv_rows(conn: psycopg.Connection, schema: str) -> bool:
     """Whether the graph in schema has origin_csv (graphs loaded by earlier code have not)."""
-    row = conn.execute(_HAS_CSV_ROWS, {"schema": schema}).fetchone()
-    return bool(row and row[0])
+    return bool(scalar(conn, _HAS_CSV_ROWS, {"schema": schema}))
 
 
 def fetch_export_batch(cursor: psycopg.ServerCursor, size: int) -> list[bytes]:
     """The next rows (records as JSON text, or CSV lines; UTF-8 bytes) of the export, at most
     size; [] at the end."""
-    return [row[0] for row in cursor.fetchmany(size)]
+    return [line for (line,) in cursor.fetchmany(size)]
 
 
-def close_origin_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:
+def close_export(conn: psycopg.Connection, cursor: psycopg.ServerCursor | None) -> None:
     """End the export: its transaction and its cursor, so the connection is idle again.
 
     Safe after an error and when the connection is broken (then there is nothing to end).

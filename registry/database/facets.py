@@ -44,6 +44,7 @@ from registry.database.generations import LIVE_SCHEMA, Stamp, graph_statement, r
 from registry.database.repository import (
     ALL_COMBOS,
     ALLOCATED,
+    FILTERS_READ,
     FLAG_FILTER_VALUES,
     FLAG_FILTERS,
     GOVERNED,
@@ -59,7 +60,8 @@ from registry.database.rows import one_row
 _OF_ALL = "origins/count_facets_of_all"
 _BY_FLAGS = "origins/count_facets_by_flags"
 _OF_NETWORK = "origins/count_facets_of_network"
-_IN_NETWORK = "origins/count_facets_in_network"
+# A network alone (_OF_NETWORK), or narrowed by a station or flag filter.
+_OF_NETWORK_NARROWED = "origins/count_facets_of_network_narrowed"
 _OF_STATION = "origins/count_facets_of_station"
 _BY_STATION = "origins/count_facets_by_station"
 _OF_SEARCH = "origins/count_facets_of_search"
@@ -81,6 +83,15 @@ _SEARCH_FACETS: dict[tuple[Any, ...], Facets] = {}
 _SEARCH_FACETS_KEPT = 1024
 
 
+class UnknownFilter(ValueError):
+    """Facets asked for a listing with a filter no facet statement reads: a filter added to
+    the parameters without its place here (ARCHITECTURE.md, "Adding a filter or a facet")."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(f"no facet statement reads the filter(s) {', '.join(names)}")
+        self.names = names
+
+
 @dataclass(frozen=True, slots=True)
 class Counted:
     """What a facet statement returns: combinations' counts and the two ranked facets."""
@@ -99,7 +110,12 @@ def facet_statement(
 ) -> tuple[str, dict[str, Any]]:
     """The statement (SQL file name) counting these facets for these filters, and its
     parameters; with_counts false: the one for a graph without facet counts; search_facets
-    false: the one for a graph whose origin_search has only the search keys."""
+    false: the one for a graph whose origin_search has only the search keys. A filter no
+    facet statement reads raises UnknownFilter: counting the whole graph (or a wider
+    listing) for it would answer wrongly without an error."""
+    unknown = sorted(set(filters) - set(FILTERS_READ))
+    if unknown:
+        raise UnknownFilter(unknown)
     params = filter_params(filters)
     params |= {
         "key": flag_key(filters),
@@ -115,7 +131,7 @@ def facet_statement(
     if params["network_id"] is not None:
         if params["station"] is None and params["combos"] is None:
             return _OF_NETWORK, params
-        return _IN_NETWORK, params
+        return _OF_NETWORK_NARROWED, params
     if params["station"] is not None:
         return (_OF_STATION if params["combos"] is None else _BY_STATION), params
     if params["combos"] is not None:

@@ -1,4 +1,23 @@
-"""Schema migrations: the numbered files of sql/migrations, applied in order, recorded once."""
+"""Schema migrations: the numbered files of sql/migrations, applied in order, recorded once.
+
+A migration changes tables and data only; registry_meta's functions are the repeatable
+definitions of sql/definitions (registry.database.definitions). One upgrade is one
+transaction, under the load lock, in three steps:
+
+1. each migration the database lacks, in order: its SQL file, then its Python step
+   (AFTER_MIGRATION: work whose definition lives in Python), which see the tables as that
+   migration leaves them;
+2. every definition, created or replaced (always, even when no migration was pending);
+3. the step of each of those migrations that needs a definition,
+   sql/migrations/after_definitions/<the migration's name>.sql, in migration order.
+
+So a migration's data step never calls a function that its own version's database may not
+have, or has in an older form: migration 004 builds the net changes of the kept graphs, and
+005 and 006 fix and number the net changes an older loader built, each with the definitions
+of this code, after every migration's tables are in place. Such a step is written against
+the newest tables, as the definitions are, and is kept so when a later migration changes
+what it reads.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +27,11 @@ from typing import Any
 
 import psycopg
 
+from registry.database.definitions import apply_definitions
 from registry.database.digests import fill_digests
+from registry.database.empty_change_sets import add_empty_change_sets
 from registry.database.queries import QUERIES
+from registry.database.rows import scalar, scalars
 
 _NAME = re.compile(r"(\d{3})_(\w+)\Z")
 
@@ -30,8 +52,19 @@ def migration_files() -> list[tuple[int, str, str]]:
 
 SCHEMA_VERSION = migration_files()[-1][0]
 # What a migration needs done in Python, after its SQL and in its transaction: the work of
-# a definition that lives in Python (the digest, registry.digest), never SQL of its own.
-AFTER_MIGRATION: dict[int, Callable[[psycopg.Connection], Any]] = {10: fill_digests}
+# a definition that lives in Python (the digest, registry.digest; a graph's change set, as a
+# load indexes it), never SQL of its own.
+AFTER_MIGRATION: dict[int, Callable[[psycopg.Connection], Any]] = {
+    3: add_empty_change_sets,
+    10: fill_digests,
+}
+# The folder of the migrations' steps that run after the definitions (step 3 above).
+AFTER_DEFINITIONS = "migrations/after_definitions"
+
+
+def after_definitions(name: str) -> str | None:
+    """The SQL of migration name's step that runs after the definitions, if it has one."""
+    return dict(QUERIES.folder(AFTER_DEFINITIONS)).get(name)
 
 
 class SchemaNewer(Exception):
@@ -60,33 +93,35 @@ def _refuse_newer(applied: set[int]) -> None:
 
 
 def apply_migrations(conn: psycopg.Connection) -> list[str]:
-    """Apply the migrations this database lacks, in one transaction; return their names.
+    """Apply the migrations this database lacks and every definition, in one transaction
+    (the three steps above); return the migrations' names.
 
     Raises SchemaNewer, with nothing changed, when the database is newer than this code."""
-    applied_now = []
     with conn.transaction():
         conn.execute(QUERIES["meta/lock_loads"])
         conn.execute(QUERIES["meta/create_migrations_table"])
-        applied = {row[0] for row in conn.execute(QUERIES["meta/list_applied_migrations"])}
+        applied = set(scalars(conn, QUERIES["meta/list_applied_migrations"]))
         _refuse_newer(applied)
-        for version, name, text in migration_files():
-            if version in applied:
-                continue
+        pending = [(v, name, text) for v, name, text in migration_files() if v not in applied]
+        for version, _, text in pending:
             conn.execute(text)
             if version in AFTER_MIGRATION:
                 AFTER_MIGRATION[version](conn)
+        apply_definitions(conn)
+        for version, name, _ in pending:
+            step = after_definitions(name)
+            if step is not None:
+                conn.execute(step)
             conn.execute(QUERIES["meta/record_migration"], {"version": version, "name": name})
-            applied_now.append(name)
-    return applied_now
+    return [name for _, name, _ in pending]
 
 
 def pending_migrations(conn: psycopg.Connection) -> list[str]:
     """The names of the migrations this database lacks, in order, read without changing
     anything (no version table made, no lock taken); every one of them for a database never
     set up. Raises SchemaNewer when the database is newer than this code."""
-    row = conn.execute(QUERIES["meta/migrations_table_exists"]).fetchone()
     applied: set[int] = set()
-    if row and row[0]:
-        applied = {r[0] for r in conn.execute(QUERIES["meta/list_applied_migrations"])}
+    if scalar(conn, QUERIES["meta/migrations_table_exists"]):
+        applied = set(scalars(conn, QUERIES["meta/list_applied_migrations"]))
     _refuse_newer(applied)
     return [name for version, name, _ in migration_files() if version not in applied]

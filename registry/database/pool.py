@@ -34,6 +34,7 @@ from registry.database.conninfo import (
 from registry.database.generations import current_generation
 from registry.database.hosts import ProbeConnection, VerifiedConnection, suspect_host
 from registry.database.queries import QUERIES
+from registry.database.rows import scalar
 
 log = logging.getLogger("registry.db")
 
@@ -321,8 +322,7 @@ class Database:
         now = time.monotonic()
         if now - self._fresh_at.get(conn, -LAG_CHECK_S) < LAG_CHECK_S:
             return True
-        row = conn.execute(QUERIES["session/get_replica_lag"]).fetchone()
-        lag = float(row[0]) if row is not None and row[0] is not None else 0.0
+        lag = float(scalar(conn, QUERIES["session/get_replica_lag"]) or 0.0)
         if lag > self._max_lag_s:
             log.warning(
                 "standby %s:%s is %.1f s behind (limit %.1f s): reading from the primary",

@@ -18,8 +18,9 @@ _INTEGRATION_STATUS = "summary/get_integration_status"
 _REGISTRY_SUMMARY = "summary/get_registry_summary"
 _LIST_ALL = "origins/list_all_origins"
 _LIST_BY_FLAGS = "origins/list_origins_by_flags"
+# A network without a station filter, and with one (either optionally narrowed by flags).
 _LIST_BY_NETWORK = "origins/list_origins_by_network"
-_LIST_IN_NETWORK = "origins/list_origins_in_network"
+_LIST_BY_NETWORK_AND_STATION = "origins/list_origins_by_network_and_station"
 _LIST_BY_STATION = "origins/list_origins_by_station"
 _SEARCH = "origins/search_origins"
 _LIST_BY_IDS = "origins/list_origins_by_ids"
@@ -154,6 +155,15 @@ def id_uuids(filters: dict[str, Any]) -> str | None:
     return "{" + ",".join([origin_id.rpartition(":")[2] for origin_id in ids]) + "}"
 
 
+# The parameters of a listing's page, not of what it lists.
+_PAGE = frozenset({"limit", "offset"})
+# Every filter filter_params reads: the flag filters, then one parameter each. A filter the
+# parser gives (schemas.params.FILTER_NAMES) must be one of these; a facet statement refuses
+# any other (facets.facet_statement), and a search's remembered matches are keyed by every
+# parameter filter_params returns (_search_key).
+FILTERS_READ = (*FLAG_FILTERS, "network_id", "station_id", "search", "id")
+
+
 def filter_params(filters: dict[str, Any]) -> dict[str, Any]:
     """The parameters every filtered statement takes, each None when its filter is not given."""
     return {
@@ -185,7 +195,7 @@ def list_origins(
     elif params["pattern"] is not None:
         return _search(conn, params, schema)
     elif network_id is not None:
-        query = _LIST_BY_NETWORK if station is not None else _LIST_IN_NETWORK
+        query = _LIST_BY_NETWORK_AND_STATION if station is not None else _LIST_BY_NETWORK
     elif station is not None:
         query = _LIST_BY_STATION
     elif combos is not None:
@@ -209,17 +219,7 @@ def _search(conn: psycopg.Connection, params: dict[str, Any], schema: str) -> tu
     the first time in a generation, the whole search, whose positions are kept for the next
     pages. A common term's matches are counted once per process and generation, not per page.
     """
-    combos = params["combos"]
-    info = conn.info
-    key = (
-        info.host,
-        info.port,
-        info.dbname,  # generation numbers are only unique within one database
-        params["pattern"],
-        params["network_id"],
-        params["station"],
-        None if combos is None else tuple(combos),
-    )
+    key = _search_key(conn, params)
     start, limit = params["offset"], params["limit"]
     known = SEARCHES.get(key)
     if known is not None and known.covers(start, limit):
@@ -236,13 +236,23 @@ def _search(conn: psycopg.Connection, params: dict[str, Any], schema: str) -> tu
     return stamp, _page(row, total)
 
 
+def _search_key(conn: psycopg.Connection, params: dict[str, Any]) -> tuple[Any, ...]:
+    """What a search's remembered matches are kept under: the database (generation numbers
+    are only unique within one) and every parameter of the statement but the page's offset
+    and limit, whatever filters there are: a new filter is part of the key by itself, so a
+    search it narrows never reads another's positions."""
+    info = conn.info
+    filtering = sorted((name, value) for name, value in params.items() if name not in _PAGE)
+    return (
+        info.host,
+        info.port,
+        info.dbname,
+        *((name, tuple(value) if isinstance(value, list) else value) for name, value in filtering),
+    )
+
+
 def get_schema_state(conn: psycopg.Connection) -> dict[str, Any]:
     """The newest applied migration, the version the live graph was built with, and when."""
-    row = conn.execute(_SCHEMA_STATE).fetchone()
-    assert row is not None  # a SELECT of scalar subqueries always returns its one row
-    migrations_version, graph_version, loaded_at = row
-    return {
-        "migrations_version": migrations_version,
-        "graph_version": graph_version,
-        "loaded_at": loaded_at,
-    }
+    # A SELECT of scalar subqueries always returns its one row.
+    row = one_row(conn, _SCHEMA_STATE)
+    return {name: row[name] for name in ("migrations_version", "graph_version", "loaded_at")}

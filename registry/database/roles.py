@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 
 from registry.database.queries import QUERIES
+from registry.database.rows import all_rows, first_row, scalar, scalars
 
 # What makes an existing role unfit to be the read-only one, by column of get_role_standing.
 _DISQUALIFIERS = (
@@ -39,8 +39,7 @@ class ReaderRoleRefused(Exception):
 
 def reader_role_problems(conn: psycopg.Connection, role: str) -> list[str]:
     """Why an existing role cannot be the read-only one; [] when it can (or does not exist)."""
-    with conn.cursor(row_factory=dict_row) as cursor:
-        standing = cursor.execute(QUERIES["meta/get_role_standing"], {"role": role}).fetchone()
+    standing = first_row(conn, QUERIES["meta/get_role_standing"], {"role": role})
     if standing is None:
         return []
     return [why for column, why in _DISQUALIFIERS if standing[column]]
@@ -50,11 +49,11 @@ def reader_role_powers(conn: psycopg.Connection, role: str) -> list[str]:
     """What an existing role could do in this database or on its server beyond reading: each
     predefined role it belongs to (directly or not), each schema it may create in, creating
     schemas, making temporary tables. [] when nothing (or when it does not exist)."""
-    with conn.cursor(row_factory=dict_row) as cursor:
-        powers = cursor.execute(
-            QUERIES["meta/get_role_powers"],
-            {"role": role, "reading": list(READING_PREDEFINED_ROLES)},
-        ).fetchone()
+    powers = first_row(
+        conn,
+        QUERIES["meta/get_role_powers"],
+        {"role": role, "reading": list(READING_PREDEFINED_ROLES)},
+    )
     if powers is None:
         return []
     problems = [f"it is a member of {name}" for name in powers["predefined_roles"]]
@@ -75,13 +74,13 @@ def reader_role_grants(conn: psycopg.Connection, role: str) -> list[str]:
     through a role it belongs to or through PUBLIC, as `it has INSERT on table x.y (through
     z)`: tables, columns, sequences, SECURITY DEFINER functions, large objects, foreign-data
     wrappers and servers, default privileges, and (PostgreSQL 15 and later) settings."""
-    rows = conn.execute(QUERIES["meta/get_role_grants"], {"role": role}).fetchall()
+    rows = all_rows(conn, QUERIES["meta/get_role_grants"], {"role": role})
     if conn.info.server_version >= 150000:
-        rows += conn.execute(QUERIES["meta/get_role_parameter_grants"], {"role": role}).fetchall()
+        rows += all_rows(conn, QUERIES["meta/get_role_parameter_grants"], {"role": role})
     found = [
-        f"it has {privilege} on {kind} {name}"
-        + ("" if grantee == role else f" (through {grantee})")
-        for privilege, kind, name, grantee in rows
+        f"it has {row['privilege']} on {row['kind']} {row['name']}"
+        + ("" if row["grantee"] == role else f" (through {row['grantee']})")
+        for row in rows
     ]
     if len(found) > NAMED_GRANTS:
         found = [*found[:NAMED_GRANTS], f"and {len(found) - NAMED_GRANTS} more privileges"]
@@ -115,8 +114,7 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
             raise ReaderRoleRefused(
                 f"role {role} cannot be the read-only role: " + "; ".join(problems)
             )
-        public = conn.execute(QUERIES["meta/public_schema_exists"]).fetchone()
-        if public and public[0]:
+        if scalar(conn, QUERIES["meta/public_schema_exists"]):
             # PostgreSQL 14 and older grant CREATE on public to PUBLIC; 15 no longer does.
             conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
         # Every server grants TEMPORARY on a new database to PUBLIC: a temporary table is
@@ -126,8 +124,7 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
                 sql.Identifier(conn.info.dbname)
             )
         )
-        exists = conn.execute(QUERIES["meta/role_exists"], {"role": role}).fetchone()
-        if not (exists and exists[0]):
+        if not scalar(conn, QUERIES["meta/role_exists"], {"role": role}):
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(name))
         # What the role holds itself, or through roles it belongs to: refused, not taken away
         # (an operator granted it on purpose, so the role is not the read-only one). A new
@@ -152,7 +149,7 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
                 "registry_meta.net_counts TO {}"
             ).format(name)
         )
-        for (schema,) in conn.execute(QUERIES["meta/list_generation_schemas"]).fetchall():
+        for schema in scalars(conn, QUERIES["meta/list_generation_schemas"]):
             conn.execute(
                 sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), name)
             )

@@ -17,7 +17,7 @@ from registry.database.changes import oldest_since
 from registry.database.generations import current_generation
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.queries import QUERIES
-from registry.database.rows import all_rows
+from registry.database.rows import all_rows, first_row, one_row, scalar
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,10 @@ def get_live_generation(conn: psycopg.Connection) -> LiveGeneration | None:
         return None
     if stamp is None:
         return None
-    row = conn.execute(
-        QUERIES["meta/get_generation_changes"], {"generation": stamp.generation}
-    ).fetchone()
+    row = first_row(conn, QUERIES["meta/get_generation_changes"], {"generation": stamp.generation})
     changes = None
-    if row is not None and None not in row:
-        changes = {"added": int(row[0]), "removed": int(row[1]), "changed": int(row[2])}
+    if row is not None and None not in row.values():
+        changes = {kind: int(row[kind]) for kind in ("added", "removed", "changed")}
     kept = kept_change_sets(conn, stamp.generation)
     return LiveGeneration(stamp.generation, stamp.committed_at, changes, kept)
 
@@ -104,40 +102,37 @@ def get_live_generation(conn: psycopg.Connection) -> LiveGeneration | None:
 def kept_change_sets(conn: psycopg.Connection, live: int | None) -> KeptChangeSets | None:
     """The change sets kept, the oldest since of the live generation and their bytes; None
     when none is kept (or the database predates kept change sets)."""
-    row = conn.execute(QUERIES["meta/get_kept_change_sets"]).fetchone()
-    if row is None or row[0] is None:
+    row = one_row(conn, QUERIES["meta/get_kept_change_sets"])
+    if row["kept"] is None:
         return None
-    count, size = row
     since = None if live is None else oldest_since(conn, live)
-    return KeptChangeSets(int(count), since, None if size is None else int(size))
+    size = row["change_bytes"]
+    return KeptChangeSets(int(row["kept"]), since, None if size is None else int(size))
 
 
 def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
     """Server, extensions, schema versions, generations kept and reader roles, read-only."""
-    server = conn.execute(QUERIES["status/get_server"]).fetchone()
-    trgm = conn.execute(QUERIES["status/get_search_extension"]).fetchone()
-    tables = conn.execute(QUERIES["status/get_registry_tables"]).fetchone()
-    assert server is not None and trgm is not None and tables is not None  # one row each
-    migrated, loaded, has_reader_roles, has_generations = tables
+    server = one_row(conn, QUERIES["status/get_server"])
+    trgm = one_row(conn, QUERIES["status/get_search_extension"])
+    tables = one_row(conn, QUERIES["status/get_registry_tables"])
     status = DatabaseStatus(
-        database=server[1],
-        user=server[2],
-        server_version=server[0],
-        pg_trgm=trgm[0],
-        pg_trgm_available=bool(trgm[1]),
+        database=server["database"],
+        user=server["user_name"],
+        server_version=server["server_version"],
+        pg_trgm=trgm["installed"],
+        pg_trgm_available=bool(trgm["available"]),
         expected_schema_version=SCHEMA_VERSION,
         migrations_version=None,
         graph_version=None,
     )
-    if migrated:
-        version = conn.execute(QUERIES["status/get_migrations_version"]).fetchone()
-        status.migrations_version = version[0] if version else None
+    if tables["migrated"]:
+        status.migrations_version = scalar(conn, QUERIES["status/get_migrations_version"])
     live = None
-    if loaded:
-        row = conn.execute(QUERIES["status/get_live_graph"]).fetchone()
+    if tables["loaded"]:
+        row = first_row(conn, QUERIES["status/get_live_graph"])
         if row is not None:
-            live, status.graph_version = row
-    if has_generations:
+            live, status.graph_version = row["generation"], row["schema_version"]
+    if tables["has_generations"]:
         status.generations = [
             GenerationStatus(
                 int(row["generation"]),
@@ -154,9 +149,9 @@ def get_database_status(conn: psycopg.Connection) -> DatabaseStatus:
             for row in all_rows(conn, QUERIES["meta/list_kept_generations"])
         ]
         status.change_sets = kept_change_sets(conn, live)
-    if has_reader_roles:
-        rows = conn.execute(QUERIES["status/list_reader_roles"]).fetchall()
-        status.reader_roles = {name: bool(exists) for name, exists in rows}
+    if tables["has_reader_roles"]:
+        rows = all_rows(conn, QUERIES["status/list_reader_roles"])
+        status.reader_roles = {row["role_name"]: bool(row["role_exists"]) for row in rows}
     return status
 
 

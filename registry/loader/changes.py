@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from registry.database.queries import QUERIES
+from registry.database.rows import all_rows, first_row, one_row, scalar
 from schemas.changes import BLOCKS, KINDS
 
 # A dry run names this many origins of each kind.
@@ -50,12 +51,11 @@ def build_change_set(conn: psycopg.Connection, first_ids: int = 0) -> ChangeSet:
     Runs in the load's transaction once graph_next's read model (origin_rows, origin_docs) is
     complete, before the swap. first_ids: how many ids of each kind to return (dry run).
     """
-    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     previous, previous_origins = None, 0
-    if present and present[0]:
-        live = conn.execute(QUERIES["load/get_live_origins"]).fetchone()
-        assert live is not None  # the live graph has its one graph_info row
-        previous, previous_origins = int(live[0]), int(live[1])
+    if scalar(conn, QUERIES["meta/graph_exists"]):
+        # the live graph has its one graph_info row
+        live = one_row(conn, QUERIES["load/get_live_origins"])
+        previous, previous_origins = int(live["generation"]), int(live["origins"])
         conn.execute(QUERIES["load/build_live_doc_hashes"])
         conn.execute(QUERIES["load/build_changes"])
     else:
@@ -63,17 +63,15 @@ def build_change_set(conn: psycopg.Connection, first_ids: int = 0) -> ChangeSet:
     conn.execute(QUERIES["load/number_changes"])
     counts = dict.fromkeys(KINDS, 0)
     blocks = dict.fromkeys(BLOCKS, 0)
-    for kind, block, n in conn.execute(QUERIES["load/get_change_counts"]).fetchall():
-        if block:
-            blocks[block] = int(n)
+    for row in all_rows(conn, QUERIES["load/get_change_counts"]):
+        if row["block"]:
+            blocks[row["block"]] = int(row["n"])
         else:
-            counts[kind] = int(n)
+            counts[row["kind"]] = int(row["n"])
     ids: dict[str, list[str]] = {kind: [] for kind in KINDS}
     if first_ids:
-        for kind, origin_id in conn.execute(
-            QUERIES["load/get_first_changes"], {"first": first_ids}
-        ).fetchall():
-            ids[kind].append(origin_id)
+        for row in all_rows(conn, QUERIES["load/get_first_changes"], {"first": first_ids}):
+            ids[row["kind"]].append(row["id"])
     return ChangeSet(previous, previous_origins, counts, blocks, ids)
 
 
@@ -85,12 +83,11 @@ def check_not_empty(
     if counts.get("origin", 0) or allow_empty:
         return
     held = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no records"
-    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     live = ""
-    if present and present[0]:
-        row = conn.execute(QUERIES["load/get_live_origins"]).fetchone()
+    if scalar(conn, QUERIES["meta/graph_exists"]):
+        row = first_row(conn, QUERIES["load/get_live_origins"])
         if row is not None:
-            live = f" of the {row[1]} origins of generation {row[0]}"
+            live = f" of the {row['origins']} origins of generation {row['generation']}"
     raise LoadRefused(
         f"refused: the document has no origin record (0 origins; {lines} lines: {held}); "
         f"loading it would empty the registry{live}. Nothing changed; --allow-empty loads it "

@@ -41,15 +41,17 @@ from registry.loader.records import TABLES, Problem
 from registry.loader.rendering import OriginRender
 from registry.loader.statements import KeptGeneration
 from registry.loader.visibility import Visibility
+from registry.settings import DEFAULTS
 from schemas import origin as origin_schemas
 
 MAX_PROBLEMS = 20
 # From this many origins on, the carriages and the rendered records are sent on a second
 # connection beside the load's own (registry.loader.beside); below it one connection is quicker.
 BESIDE_FROM = 50_000
-DEFAULT_KEEP_GENERATIONS = 2
-# Change sets kept (contract 12), never fewer than the generations kept.
-DEFAULT_KEEP_CHANGES = 30
+# The settings' defaults (registry.settings, the one place they are written), for callers
+# that pass none: generations kept, and change sets kept, never fewer than the generations.
+DEFAULT_KEEP_GENERATIONS = int(DEFAULTS["REGISTRY_KEEP_GENERATIONS"])
+DEFAULT_KEEP_CHANGES = int(DEFAULTS["REGISTRY_KEEP_CHANGES"])
 # A fingerprint of everything that shapes the stored graph: its tables, the load steps and
 # the schema every record is dumped with.
 GRAPH_FORMAT = hashlib.sha256(

@@ -15,13 +15,13 @@ import psycopg
 
 from registry.database.migrations import apply_migrations
 from registry.database.queries import QUERIES
+from registry.database.rows import scalar
 
 
 def ensure_graph(conn: psycopg.Connection) -> bool:
     """Apply migrations and, in a database that never had a load, publish an empty graph."""
     apply_migrations(conn)
-    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
-    if present and present[0]:
+    if scalar(conn, QUERIES["meta/graph_exists"]):
         return False
     from registry.loader.loading import LoadOptions, load_document
 

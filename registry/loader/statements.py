@@ -19,6 +19,7 @@ from registry.database.facets import facet_key_combos
 from registry.database.generations import schema_name
 from registry.database.migrations import SCHEMA_VERSION
 from registry.database.queries import QUERIES
+from registry.database.rows import all_rows, one_row, scalar, scalars
 from registry.loader.parsing import ParsedDocument
 from registry.loader.progress import LoadProgress
 from registry.loader.records import TABLES, Problem
@@ -149,16 +150,16 @@ def add_constraints(
 
 def run_report(conn: psycopg.Connection, name: str, limit: int) -> tuple[list[Problem], int]:
     """Run one report query: its first limit problems and how many there are in all."""
-    rows = conn.execute(QUERIES[name], {"limit": limit}).fetchall()
-    problems = [Problem(line, field_name, message) for line, field_name, message, _ in rows]
-    return problems, (rows[0][3] if rows else 0)
+    rows = all_rows(conn, QUERIES[name], {"limit": limit})
+    problems = [Problem(row["line"], row["field"], row["problem"]) for row in rows]
+    return problems, (rows[0]["total"] if rows else 0)
 
 
 def grant_readers(conn: psycopg.Connection) -> list[str]:
     """Give the registered read-only roles SELECT on the new graph; forget those that no
     longer exist (dropped by an operator) and return their names."""
-    forgotten = [row[0] for row in conn.execute(QUERIES["load/forget_missing_readers"])]
-    for (role,) in conn.execute(QUERIES["load/grant_readers"]).fetchall():
+    forgotten = scalars(conn, QUERIES["load/forget_missing_readers"])
+    for role in scalars(conn, QUERIES["meta/list_reader_role_names"]):
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA graph_next TO {}").format(sql.Identifier(role)))
         conn.execute(
             sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph_next TO {}").format(
@@ -175,16 +176,14 @@ def record_generation(
     the new one live.
 
     previous and changes (added, removed, changed) are the change set's, for the record."""
-    present = conn.execute(QUERIES["meta/graph_exists"]).fetchone()
     retired = None
-    if present and present[0]:
-        live = conn.execute(QUERIES["load/get_live_generation"]).fetchone()
-        assert live is not None and live[0] is not None  # migration 002 numbered older graphs
-        retired = schema_name(int(live[0]))
-    row = conn.execute(
-        QUERIES["load/record_generation"], {"origins": origins, "previous": previous, **changes}
-    ).fetchone()
-    assert row is not None  # INSERT ... RETURNING of one row
+    if scalar(conn, QUERIES["meta/graph_exists"]):
+        live = scalar(conn, QUERIES["load/get_live_generation"])
+        assert live is not None  # migration 002 numbered older graphs
+        retired = schema_name(int(live))
+    # INSERT ... RETURNING of one row
+    params = {"origins": origins, "previous": previous, **changes}
+    row = one_row(conn, QUERIES["load/record_generation"], params)
     # The change set outlives the graph (contract 12): copied to change_log, with the net
     # changes from every kept since to this generation, before the generation goes live.
     conn.execute(QUERIES["load/record_change_log"])
@@ -193,7 +192,7 @@ def record_generation(
         conn.execute(QUERIES["load/publish_first_graph"])
     else:
         conn.execute(sql.SQL(QUERIES["load/swap_graph"]).format(retired=sql.Identifier(retired)))
-    return int(row[0]), row[1]
+    return int(row["generation"]), row["committed_at"]
 
 
 def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
@@ -206,8 +205,7 @@ def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
     Like every write to registry_meta after a commit, each drop holds the load lock
     (drop_retired_change_sets says why).
     """
-    rows = conn.execute(QUERIES["load/list_generations_to_drop"], {"keep": keep}).fetchall()
-    for (generation,) in rows:
+    for generation in scalars(conn, QUERIES["load/list_generations_to_drop"], {"keep": keep}):
         schema = schema_name(int(generation))
         for attempt in range(DROP_ATTEMPTS):
             if attempt:
@@ -235,10 +233,10 @@ def drop_retired_change_sets(conn: psycopg.Connection, keep: int) -> None:
     while True:
         with conn.transaction():
             conn.execute(QUERIES["meta/lock_loads"])
-            row = conn.execute(QUERIES["load/list_change_sets_to_drop"], {"keep": keep}).fetchone()
-            if row is None:
+            generation = scalar(conn, QUERIES["load/list_change_sets_to_drop"], {"keep": keep})
+            if generation is None:
                 return
-            conn.execute(QUERIES["load/drop_change_set"], {"generation": int(row[0])})
+            conn.execute(QUERIES["load/drop_change_set"], {"generation": int(generation)})
 
 
 def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> None:
@@ -247,9 +245,9 @@ def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> 
     dropped."""
     conn.execute(QUERIES["meta/lock_loads"])
     conn.execute(QUERIES["load/set_lock_timeout"])
-    tables = conn.execute(QUERIES["load/list_generation_tables"], {"schema": schema}).fetchall()
+    tables = scalars(conn, QUERIES["load/list_generation_tables"], {"schema": schema})
     if tables:
-        names = sql.SQL(", ").join(sql.Identifier(schema, table) for (table,) in tables)
+        names = sql.SQL(", ").join(sql.Identifier(schema, table) for table in tables)
         conn.execute(sql.SQL(QUERIES["load/lock_generation_tables"]).format(tables=names))
     conn.execute(
         sql.SQL(QUERIES["load/drop_generation_schema"]).format(schema=sql.Identifier(schema))
@@ -260,8 +258,12 @@ def _drop_generation(conn: psycopg.Connection, generation: int, schema: str) -> 
 
 def kept_generations(conn: psycopg.Connection) -> list[KeptGeneration]:
     """Every generation still kept, newest first, with its disk use."""
-    rows = conn.execute(QUERIES["meta/list_kept_generations"]).fetchall()
-    return [KeptGeneration(int(g), at, int(n), size) for g, at, n, size, *_ in rows]
+    return [
+        KeptGeneration(
+            int(row["generation"]), row["committed_at"], int(row["origins"]), row["size_bytes"]
+        )
+        for row in all_rows(conn, QUERIES["meta/list_kept_generations"])
+    ]
 
 
 def record_graph_info(

@@ -21,6 +21,7 @@ from psycopg import sql
 
 from registry.database.generations import schema_name
 from registry.database.queries import QUERIES
+from registry.database.rows import first_row, scalar, scalars
 
 # Between two looks at the snapshots still open; a VACUUM that found nothing to hold it back
 # yet left pages (a page pinned by a reader, say) is tried again less and less often.
@@ -57,23 +58,21 @@ class Visibility:
 
 def horizon(conn: psycopg.Connection) -> str:
     """Right after the commit: the transaction id that every row of the load precedes."""
-    row = conn.execute(QUERIES["load/get_visibility_horizon"]).fetchone()
-    assert row is not None  # one row, always
-    return str(row[0])
+    return str(scalar(conn, QUERIES["load/get_visibility_horizon"]))
 
 
 def older_snapshots(conn: psycopg.Connection, after: str) -> list[str]:
     """What still holds the horizon behind after: sessions, slots, prepared transactions."""
-    rows = conn.execute(QUERIES["load/list_older_snapshots"], {"horizon": after}).fetchall()
-    return [str(row[0]) for row in rows]
+    holders = scalars(conn, QUERIES["load/list_older_snapshots"], {"horizon": after})
+    return [str(holder) for holder in holders]
 
 
 def generation_schema(conn: psycopg.Connection, generation: int) -> str | None:
     """The schema holding generation now (`graph` while it is live), None once dropped."""
-    row = conn.execute(QUERIES["meta/get_current_generation"]).fetchone()
-    live = int(row[0]) if row is not None and row[0] is not None else None
+    row = first_row(conn, QUERIES["meta/get_current_generation"])
+    live = int(row["generation"]) if row is not None and row["generation"] is not None else None
     schema = schema_name(generation, live)
-    found = conn.execute(QUERIES["load/get_read_model_visibility"], {"schema": schema}).fetchone()
+    found = first_row(conn, QUERIES["load/get_read_model_visibility"], {"schema": schema})
     return None if found is None else schema
 
 
@@ -84,11 +83,12 @@ def vacuum(conn: psycopg.Connection, generation: int, schema: str) -> Visibility
     try:
         statement = sql.SQL(QUERIES["load/vacuum_read_model"]).format(graph=sql.Identifier(schema))
         conn.execute(statement)
-        row = conn.execute(QUERIES["load/get_read_model_visibility"], {"schema": schema}).fetchone()
+        row = first_row(conn, QUERIES["load/get_read_model_visibility"], {"schema": schema})
     finally:
         conn.autocommit = autocommit
-    pages, visible = (0, 0) if row is None else (int(row[0]), int(row[1]))
-    return Visibility(generation, pages, visible)
+    if row is None:
+        return Visibility(generation, 0, 0)
+    return Visibility(generation, int(row["pages"]), int(row["all_visible"]))
 
 
 def settle(
@@ -135,5 +135,4 @@ def settle(
 
 def lock_generation(conn: psycopg.Connection, generation: int) -> bool:
     """Whether this session may finish generation (no other `registry db vacuum` does)."""
-    row = conn.execute(QUERIES["meta/try_lock_vacuum"], {"generation": generation}).fetchone()
-    return bool(row and row[0])
+    return bool(scalar(conn, QUERIES["meta/try_lock_vacuum"], {"generation": generation}))

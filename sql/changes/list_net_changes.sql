@@ -1,25 +1,13 @@
--- Returns one row for since %(since)s (contract 12): the stamp (generation, commit time, digest) of the
--- graph in schema {graph} (n), whether since was ever produced, the oldest since of n, the
--- newest generation, the total of the net changes from since to n (net_counts, counted by
--- the load), the page (offset+1 .. offset+limit by origin id: one JSON array text), n's
--- previous and the net counts.
--- The page's rows come from one of three branches, the other two cut off by their one-time
--- filters: since n's oldest since, the rows numbered offset+1 .. offset+limit, a range of
--- net_changes_pos_idx (migration 006), so that every page costs what the first does; since
--- n - 1, the rows with until = n, a range of net_changes_until_idx (migration 005); any
--- other since, the planner's pick, such as net_changes' primary key filtered on the since.
--- Each of the last two yields its first offset+limit rows in id order, merged without a
--- sort, so the last page of since n - 1 walks its own rows only, not all of n's. The
--- oldest since is written out (a call of registry_meta.oldest_since is planned again at
--- each use) and kept apart (OFFSET 0) so that it is computed once.
--- Each row of the page then finds its records by change_log's primary key (id, generation):
--- the version's at until, and the record at n at last, the same row when until = last (an
--- origin changed once since), read once (net_change_json, migration 004). The lookups are
--- subqueries kept apart (OFFSET 0), so each is an index lookup on both key columns: joined,
--- the planner looks the record at n up by id alone and filters every kept version.
--- graph_info has one row; LIMIT 1 says so to the planner, which otherwise guesses hundreds
--- (the table has no statistics), multiplies the page's cost by them and compiles the
--- statement with JIT on every request (half a second at 100,000 origins).
+-- Returns one row for since %(since)s (docs/api.md, "Changes between generations"): the stamp
+-- of the graph in schema {graph} (n), whether since was produced, n's oldest since (o,
+-- computed once), the newest generation, the total of the net changes since (net_counts), the
+-- page (offset+1 .. offset+limit by origin id: one JSON array text), n's previous and the net
+-- counts. Every net change; of one kind or block: list_net_changes_of_kind.sql. One of three
+-- branches answers, the others cut off by one-time filters: since o, the places offset+1 ..
+-- offset+limit of net_changes_pos_idx (the page itself: the last page costs what the first
+-- does); since n - 1, net_changes_until_idx; any other since, the planner's pick. Each row's
+-- records are looked up by change_log_generation_id_idx. Why each part is kept apart (OFFSET
+-- 0, LIMIT 1), and why this text stays under 4096 bytes: registry/database/changes_since.py.
 SELECT i.generation,
        i.committed_at,
        i.digest,
@@ -33,10 +21,7 @@ SELECT i.generation,
        g.previous, c.added, c.removed, c.changed
 FROM (SELECT generation, committed_at, digest FROM {graph}.graph_info LIMIT 1) AS i
 CROSS JOIN LATERAL (
-    SELECT coalesce((SELECT max(s.generation) FROM registry_meta.generations AS s
-                     WHERE s.generation <= i.generation AND s.changes_dropped_at IS NOT NULL),
-                    (SELECT min(s.generation) FROM registry_meta.generations AS s)) AS since
-    OFFSET 0
+    SELECT s.since FROM registry_meta.oldest_since_row(i.generation) AS s OFFSET 0
 ) AS o
 JOIN registry_meta.generations AS g ON g.generation = i.generation
 LEFT JOIN registry_meta.net_counts AS c

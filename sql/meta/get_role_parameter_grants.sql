@@ -5,8 +5,9 @@
 WITH candidate AS (
     SELECT oid FROM pg_roles WHERE rolname = %(role)s
 )
-SELECT a.privilege_type, 'parameter', p.parname::text,
+SELECT a.privilege_type AS privilege, 'parameter' AS kind, p.parname::text AS name,
        CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END
+           AS grantee
 FROM pg_parameter_acl AS p,
 LATERAL aclexplode(p.paracl) AS a,
 candidate

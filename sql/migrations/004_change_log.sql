@@ -78,120 +78,17 @@ CREATE TABLE registry_meta.net_counts (
     PRIMARY KEY (generation, since)
 );
 
--- Each net change as the API sends it (contract 12, as a change of contract 10), from its
--- origin id, kind, blocks and the two records (before: the version's record, kept as the
--- before of the change that ended it; after: the record at n, kept as the after of the
--- origin's last change up to n): net_change_json, the JSON object of changes[] and of an
--- NDJSON export; net_change_csv, its CSV row (id, kind, blocks, name, address: of the record
--- at n, or of the version for a removed origin) as Python's csv module writes it, the name
--- with the spreadsheet guard of sql/load/build_origin_csv.sql. Plain SQL expressions, which
--- the planner inlines into each statement that uses them (sql/changes/*net_changes*.sql).
-CREATE FUNCTION registry_meta.net_change_json(
-    id uuid, kind text, blocks text[], before text, after text
-) RETURNS text
-LANGUAGE sql IMMUTABLE AS $fn$
-    SELECT '{"id":"svc:origin:' || id::text || '","kind":"' || kind || '","blocks":'
-           || array_to_json(blocks)::text || ',"before":' || coalesce(before, 'null')
-           || ',"after":' || coalesce(after, 'null') || '}'
-$fn$;
-
-CREATE FUNCTION registry_meta.net_change_csv(
-    id uuid, kind text, blocks text[], name text, address text
-) RETURNS text
-LANGUAGE sql IMMUTABLE AS $fn$
-    SELECT concat('svc:origin:' || id::text, ',', kind, ',', array_to_string(blocks, ';'), ',',
-                  CASE WHEN g.name ~ E'[",\r\n]'
-                       THEN '"' || replace(g.name, '"', '""') || '"' ELSE g.name END, ',',
-                  address, E'\r\n')
-    FROM (SELECT CASE WHEN left(name, 1) IN ('=', '+', '-', '@', E'\t', E'\r')
-                      THEN '''' ELSE '' END || name AS name) AS g
-$fn$;
-
--- The oldest since of generation n (contract 12): the smallest m such that the change set of
--- every generation after m, up to n, is kept. That is the newest generation up to n whose
--- change set is not kept; when every one is, the first generation ever committed.
-CREATE FUNCTION registry_meta.oldest_since(n bigint) RETURNS bigint
-LANGUAGE sql STABLE AS $fn$
-    SELECT coalesce(
-        (SELECT max(g.generation) FROM registry_meta.generations AS g
-         WHERE g.generation <= n AND g.changes_dropped_at IS NOT NULL),
-        (SELECT min(g.generation) FROM registry_meta.generations AS g))
-$fn$;
-
--- Builds net_changes and net_counts of generation n from the kept change sets up to n (see
--- above): run by the load that produces n, in its transaction, once n's change set is in
--- change_log. Each version's kind and blocks compare its hashes with the record at n's.
-CREATE FUNCTION registry_meta.build_net_changes(n bigint) RETURNS void
-LANGUAGE sql AS $fn$
-    DELETE FROM registry_meta.net_changes WHERE generation = n;
-    DELETE FROM registry_meta.net_counts WHERE generation = n;
-    INSERT INTO registry_meta.net_changes (generation, id, lo, until, last, kind, blocks)
-    WITH s AS (
-        SELECT registry_meta.oldest_since(n) AS since
-    ), c AS (
-        SELECT l.id, l.generation, l.before_hash, l.before_blocks,
-               coalesce(lag(l.generation) OVER w, s.since) AS lo,
-               max(l.generation) OVER (PARTITION BY l.id) AS last
-        FROM registry_meta.change_log AS l
-        CROSS JOIN s
-        WHERE l.generation > s.since AND l.generation <= n
-        WINDOW w AS (PARTITION BY l.id ORDER BY l.generation)
-    )
-    SELECT n, c.id, c.lo, c.generation, c.last,
-           CASE WHEN c.before_hash IS NULL THEN 'added'
-                WHEN z.after_hash IS NULL THEN 'removed'
-                ELSE 'changed' END,
-           CASE WHEN c.before_hash IS NULL OR z.after_hash IS NULL THEN '{}'::text[]
-                ELSE array_remove(ARRAY[
-                    CASE WHEN c.before_blocks[1] IS DISTINCT FROM z.after_blocks[1]
-                         THEN 'origin' END,
-                    CASE WHEN c.before_blocks[2] IS DISTINCT FROM z.after_blocks[2]
-                         THEN 'governance' END,
-                    CASE WHEN c.before_blocks[3] IS DISTINCT FROM z.after_blocks[3]
-                         THEN 'bans' END,
-                    CASE WHEN c.before_blocks[4] IS DISTINCT FROM z.after_blocks[4]
-                         THEN 'presentations' END], NULL) END
-    FROM c
-    JOIN registry_meta.change_log AS z ON z.id = c.id AND z.generation = c.last
-    WHERE c.before_hash IS DISTINCT FROM z.after_hash;
-    -- The counts for every since: a running sum of +1 where a row begins to count (lo) and
-    -- -1 where it stops (until), over the produced generations from the oldest since to n.
-    INSERT INTO registry_meta.net_counts
-        (generation, since, added, removed, changed, origin, governance, bans, presentations)
-    WITH events AS (
-        SELECT x.lo AS at, 1 AS d, x.kind, x.blocks
-        FROM registry_meta.net_changes AS x WHERE x.generation = n
-        UNION ALL
-        SELECT x.until, -1, x.kind, x.blocks
-        FROM registry_meta.net_changes AS x WHERE x.generation = n
-    ), steps AS (
-        SELECT at,
-               coalesce(sum(d) FILTER (WHERE kind = 'added'), 0) AS added,
-               coalesce(sum(d) FILTER (WHERE kind = 'removed'), 0) AS removed,
-               coalesce(sum(d) FILTER (WHERE kind = 'changed'), 0) AS changed,
-               coalesce(sum(d) FILTER (WHERE 'origin' = ANY (blocks)), 0) AS origin,
-               coalesce(sum(d) FILTER (WHERE 'governance' = ANY (blocks)), 0) AS governance,
-               coalesce(sum(d) FILTER (WHERE 'bans' = ANY (blocks)), 0) AS bans,
-               coalesce(sum(d) FILTER (WHERE 'presentations' = ANY (blocks)), 0)
-                   AS presentations
-        FROM events GROUP BY at
-    )
-    SELECT n, g.generation,
-           coalesce(sum(t.added), 0), coalesce(sum(t.removed), 0), coalesce(sum(t.changed), 0),
-           coalesce(sum(t.origin), 0), coalesce(sum(t.governance), 0),
-           coalesce(sum(t.bans), 0), coalesce(sum(t.presentations), 0)
-    FROM registry_meta.generations AS g
-    LEFT JOIN steps AS t ON t.at <= g.generation
-    WHERE g.generation >= registry_meta.oldest_since(n) AND g.generation <= n
-    GROUP BY g.generation;
-$fn$;
+-- The functions that read and build these tables (net_change_json, net_change_csv,
+-- oldest_since, build_net_changes) are repeatable definitions, one file each in
+-- sql/definitions, applied after the migrations by every upgrade and load.
 
 -- A database made before this migration: a change set that lived in a dropped graph is gone,
 -- one that was never recorded (generations loaded before migration 003: counts NULL) is not
 -- kept; every kept graph's change set is copied into change_log (its after is that graph's
--- origin_docs at after_pos), each kept graph gets its net changes, and says it has what this
--- schema version's graphs have (graph_info.schema_version, which readiness checks).
--- Read-only roles may read the new tables.
+-- origin_docs at after_pos), and each kept graph says it has what this schema version's graphs
+-- have (graph_info.schema_version, which readiness checks). Read-only roles may read the new
+-- tables. Each kept graph's net changes are built once the definitions are applied
+-- (sql/migrations/after_definitions/004_change_log.sql).
 UPDATE registry_meta.generations
 SET changes_dropped_at = coalesce(dropped_at, now())
 WHERE dropped_at IS NOT NULL OR added IS NULL;
@@ -250,12 +147,6 @@ BEGIN
                             FROM registry_meta.change_log AS l
                             WHERE l.generation = kept.generation)
         WHERE g.generation = kept.generation;
-    END LOOP;
-    FOR kept IN
-        SELECT g.generation FROM registry_meta.generations AS g
-        WHERE g.dropped_at IS NULL ORDER BY g.generation
-    LOOP
-        PERFORM registry_meta.build_net_changes(kept.generation);
     END LOOP;
     FOR kept IN SELECT nspname FROM pg_namespace
                 WHERE (nspname = 'graph' OR nspname LIKE 'graph\_g%')

@@ -23,22 +23,13 @@ SELECT i.generation,
 -- graph_info has one row, which the planner cannot know without statistics (it guesses
 -- hundreds, and multiplies the rest of the plan's cost by them): LIMIT 1 tells it.
 FROM (SELECT generation, committed_at, digest FROM {graph}.graph_info LIMIT 1) AS i
--- registry_meta.oldest_since(i.generation) written out (a call of that SQL function is
--- planned again at every execution, which cost more than the rest of this statement): the
--- newest generation up to the graph's whose change set was dropped, else the first one; and
--- when that change set was dropped, the last moment this answer changed.
+-- The oldest since of the graph's generation, and when the change set that made it so was
+-- dropped, the last moment this answer changed (null: none was): registry_meta.oldest_since_row,
+-- inlined into this statement (a call of the scalar registry_meta.oldest_since would be
+-- planned again at every execution, which cost more than the rest of this statement).
 CROSS JOIN LATERAL (
-    SELECT coalesce(d.generation, (SELECT min(g.generation) FROM registry_meta.generations AS g))
-               AS oldest_since,
-           d.changes_dropped_at
-    FROM (SELECT) AS one
-    LEFT JOIN LATERAL (
-        SELECT g.generation, g.changes_dropped_at
-        FROM registry_meta.generations AS g
-        WHERE g.generation <= i.generation AND g.changes_dropped_at IS NOT NULL
-        ORDER BY g.generation DESC
-        LIMIT 1
-    ) AS d ON true
+    SELECT o.since AS oldest_since, o.dropped_at AS changes_dropped_at
+    FROM registry_meta.oldest_since_row(i.generation) AS o
 ) AS s
 LEFT JOIN LATERAL (
     SELECT l.generation, l.before, l.after

@@ -239,7 +239,7 @@ FLAG_CHOICES = (
 )
 ALL, FLAGS = "origins/list_all_origins", "origins/list_origins_by_flags"
 NETWORK, STATION = "origins/list_origins_by_network", "origins/list_origins_by_station"
-NETWORK_ONLY = "origins/list_origins_in_network"
+NETWORK_AND_STATION = "origins/list_origins_by_network_and_station"
 SEARCH = "origins/search_origins"
 BY_POSITIONS = "origins/get_origins_by_positions"
 BY_IDS, EXPORT_BY_IDS = "origins/list_origins_by_ids", "origins/export_origins_by_ids"
@@ -269,14 +269,12 @@ LISTINGS = [
         id="allocated+has_presentations-last-page",
     ),
     pytest.param({"governance_state": "ungoverned"}, True, FLAGS, id="ungoverned-last-page"),
-    pytest.param({"network_id": "{network_id}"}, False, NETWORK_ONLY, id="largest-network"),
-    pytest.param(
-        {"network_id": "{network_id}"}, True, NETWORK_ONLY, id="largest-network-last-page"
-    ),
+    pytest.param({"network_id": "{network_id}"}, False, NETWORK, id="largest-network"),
+    pytest.param({"network_id": "{network_id}"}, True, NETWORK, id="largest-network-last-page"),
     pytest.param(
         {"network_id": "{network_id}", "transport": "iptv"},
         False,
-        NETWORK_ONLY,
+        NETWORK,
         id="largest-network+iptv",
     ),
     pytest.param({"station_id": "{station}"}, False, STATION, id="station"),
@@ -284,7 +282,7 @@ LISTINGS = [
     pytest.param(
         {"network_id": "{network_id}", "station_id": "{network_station}"},
         False,
-        NETWORK,
+        NETWORK_AND_STATION,
         id="network+station",
     ),
     pytest.param(
@@ -364,9 +362,9 @@ EXPORTS = {
     **{f"{name}_as_csv": (args, True) for name, args in EXPORT_PATHS.items()},
 }
 EXPORT_SETUP = {
-    "origins/begin_export",
-    "origins/set_export_settings",
-    "origins/get_export_stamp",
+    "exports/begin_export",
+    "exports/set_export_settings",
+    "exports/get_export_stamp",
     "origins/origin_csv_exists",
 }
 
@@ -442,16 +440,16 @@ def test_an_origins_history_reads_the_change_log_by_id(plan_graph: PlanGraph) ->
 
 
 def test_every_request_time_query_is_covered() -> None:
-    """Each file under sql/origins and sql/summary is EXPLAINed above (or is an export's BEGIN
-    and its one-row stamp)."""
-    covered = {ALL, FLAGS, NETWORK, NETWORK_ONLY, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
+    """Each file under sql/origins and sql/summary is EXPLAINed above, and sql/exports holds
+    only an export's BEGIN, its settings and its one-row stamp."""
+    covered = {ALL, FLAGS, NETWORK, NETWORK_AND_STATION, STATION, SEARCH, BY_POSITIONS, *EXPORTS}
     covered |= EXPORT_SETUP
     covered |= {BY_IDS, EXPORT_BY_IDS, EXPORT_BY_IDS + "_as_csv", *FACET_SETUP}
     covered |= {
         FACETS_OF_ALL,
         FACETS_BY_FLAGS,
         FACETS_OF_NETWORK,
-        FACETS_IN_NETWORK,
+        FACETS_OF_NETWORK_NARROWED,
         FACETS_OF_STATION,
         FACETS_BY_STATION,
         FACETS_OF_SEARCH,
@@ -462,7 +460,7 @@ def test_every_request_time_query_is_covered() -> None:
     covered.add(HISTORY)
     files = {
         f"{folder}/{name}"
-        for folder in ("origins", "summary")
+        for folder in ("origins", "summary", "exports")
         for name, _ in QUERIES.folder(folder)
     }
     assert files == covered
@@ -472,7 +470,7 @@ def test_every_request_time_query_is_covered() -> None:
 # facets ranked (the largest network's and the largest station's listings included).
 FACETS_OF_ALL, FACETS_BY_FLAGS = "origins/count_facets_of_all", "origins/count_facets_by_flags"
 FACETS_OF_NETWORK = "origins/count_facets_of_network"
-FACETS_IN_NETWORK = "origins/count_facets_in_network"
+FACETS_OF_NETWORK_NARROWED = "origins/count_facets_of_network_narrowed"
 FACETS_OF_STATION = "origins/count_facets_of_station"
 FACETS_BY_STATION = "origins/count_facets_by_station"
 FACETS_OF_SEARCH = "origins/count_facets_of_search"
@@ -492,12 +490,12 @@ FACET_LISTINGS = [
     pytest.param({"network_id": "{network_id}"}, FACETS_OF_NETWORK, id="largest-network"),
     pytest.param(
         {"network_id": "{network_id}", "governance_state": "governed"},
-        FACETS_IN_NETWORK,
+        FACETS_OF_NETWORK_NARROWED,
         id="largest-network+governed",
     ),
     pytest.param(
         {"network_id": "{network_id}", "station_id": "{network_station}", "transport": "iptv"},
-        FACETS_IN_NETWORK,
+        FACETS_OF_NETWORK_NARROWED,
         id="network+station+iptv",
     ),
     pytest.param({"station_id": "{station}"}, FACETS_OF_STATION, id="station"),
@@ -819,9 +817,9 @@ def test_the_records_since_m_are_read_by_generation_and_id(
 
 
 def line_function_calls(conn: psycopg.Connection[Any], query: str, params: Any) -> list[str]:
-    """What the plan's nodes compute by calling net_change_json or net_change_csv (migration
-    004) rather than their bodies, inlined: a call through the SQL function executor for every
-    line."""
+    """What the plan's nodes compute by calling net_change_json or net_change_csv
+    (sql/definitions) rather than their bodies, inlined: a call through the SQL function
+    executor for every line."""
     row = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query, params).fetchone()
     assert row is not None
     outputs = [item for node in nodes(row[0][0]["Plan"]) for item in node.get("Output", ())]
@@ -843,6 +841,42 @@ def test_the_lines_since_m_are_built_in_the_statement(
     statement = change_statement(_EXPORT[path], "graph", column)
     export = line_function_calls(chain, statement, {**params, "since": OLDEST})
     assert (page, export) == ([], [])
+
+
+def oldest_since_calls(conn: psycopg.Connection[Any], query: str, params: Any) -> list[str]:
+    """What the plan computes by calling a function of the oldest since (a Function Scan of
+    registry_meta.oldest_since_row, or registry_meta.oldest_since in an expression) rather
+    than its body, inlined: a call is planned again at every execution."""
+    row = conn.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + query, params).fetchone()
+    assert row is not None
+    found = []
+    for node in nodes(row[0][0]["Plan"]):
+        if node["Node Type"] == "Function Scan":
+            found.append(f"Function Scan {node.get('Function Name')}")
+        for key in ("Output", "Filter", "One-Time Filter", "Index Cond"):
+            value = node.get(key, ())
+            found += [item for item in ([value] if isinstance(value, str) else value)
+                      if "oldest_since" in item]  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize("path", list(CASES))
+def test_the_oldest_since_is_computed_in_the_statement(
+    chain: RecordingConnection, path: str
+) -> None:
+    """The oldest since is written once (sql/definitions/oldest_since_row.sql), and every
+    page, export and history of changes since m computes it inside its own statement: the
+    function is inlined, not called."""
+    query, page_params = statement_of(
+        chain, lambda: list_changes_since(chain, CASES[path], OLDEST, 50, 0)
+    )
+    page = oldest_since_calls(chain, query, page_params)
+    _, params = filter_path(CASES[path])
+    statement = change_statement(_EXPORT[path], "graph", "line")
+    export = oldest_since_calls(chain, statement, {**params, "since": OLDEST})
+    origin = str(chain.execute("SELECT id FROM registry_meta.change_log LIMIT 1").fetchone()[0])
+    query, history_params = statement_of(chain, lambda: history.get_origin_history(chain, origin))
+    assert (page, export, oldest_since_calls(chain, query, history_params)) == ([], [], [])
 
 
 @pytest.mark.parametrize("since", [OLDEST, PREVIOUS], ids=["oldest-since", "previous"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -12,6 +13,9 @@ from registry.database import repository
 from registry.loader.loading import LoadOptions, LoadResult, load_document
 
 Record = dict[str, Any]
+# Each migration file as its release shipped it, frozen: a database at an earlier schema
+# version is made from these (tests/loader/test_definitions.py).
+RELEASED_MIGRATIONS = Path(__file__).resolve().parents[1] / "fixtures" / "released_migrations"
 
 NETWORK_ID = "svc:network:5d0c6a1e-2b3f-4c5d-8e9f-a0b1c2d3e4f5"
 ORIGIN_ID = "svc:origin:1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
@@ -134,11 +138,21 @@ def graph_state(conninfo: str) -> dict[str, Any]:
 
 def drop_change_log(conn: psycopg.Connection) -> None:
     """Take away what migrations 004 and 005 made (kept change sets, their net changes
-    indexed), to replay older migrations."""
+    indexed) and every function of registry_meta (none was defined before 004), to replay
+    older migrations."""
     conn.execute(
         "DROP TABLE registry_meta.change_log, registry_meta.net_changes, registry_meta.net_counts;"
-        " DROP FUNCTION registry_meta.build_net_changes, registry_meta.oldest_since,"
-        " registry_meta.net_change_json, registry_meta.net_change_csv;"
         " ALTER TABLE registry_meta.generations DROP COLUMN change_bytes,"
         " DROP COLUMN changes_dropped_at"
     )
+    for (function,) in conn.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc AS p"
+        " WHERE p.pronamespace = 'registry_meta'::regnamespace"
+    ).fetchall():
+        conn.execute(f"DROP FUNCTION {function}")
+
+
+def released_migration(name: str) -> str:
+    """Migration name's SQL as its release shipped it (tests/fixtures/released_migrations): the
+    functions migrations 004 to 007 defined then are sql/definitions' files now."""
+    return (RELEASED_MIGRATIONS / f"{name}.sql").read_text(encoding="utf-8")

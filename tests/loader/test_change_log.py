@@ -16,7 +16,6 @@ import pytest
 from registry.database.changes import change_statement, oldest_since
 from registry.database.generations import current_generation
 from registry.database.migrations import SCHEMA_VERSION, apply_migrations
-from registry.database.queries import QUERIES
 from registry.database.repository import get_schema_state
 from registry.loader import statements
 from registry.loader.demo import write_demo_document
@@ -33,6 +32,7 @@ from .graphs import (
     document,
     drop_change_log,
     edited,
+    released_migration,
 )
 
 ALPHA = ORIGIN_ID.removeprefix("svc:origin:")
@@ -363,7 +363,7 @@ def as_before_migration_7(conn: psycopg.Connection) -> None:
     conn.execute(
         "ALTER FUNCTION registry_meta.net_change_json(uuid, text, text[], text, text) IMMUTABLE"
     )
-    made = QUERIES["migrations/004_change_log"]
+    made = released_migration("004_change_log")
     start = made.index("CREATE FUNCTION registry_meta.net_change_csv(")
     conn.execute(
         "CREATE OR REPLACE" + made[start : made.index("$fn$;", start) + 5][len("CREATE") :]

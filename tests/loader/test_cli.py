@@ -219,3 +219,22 @@ def test_keep_generations_in_the_loads_environment_sets_retention(
         ).fetchall()
     assert [generation for generation, kept in rows if kept] == list(range(5 - keep, 5))
     assert [generation for generation, kept in rows if not kept] == list(range(1, 5 - keep))
+
+
+def test_the_dev_demo_keeps_what_the_settings_say(database_factory: Callable[[], str]) -> None:
+    """`registry serve --dev` loads its demo and the demo's twin as two loads that keep
+    generations and change sets as REGISTRY_KEEP_GENERATIONS and REGISTRY_KEEP_CHANGES say:
+    with one of each, the twin's load drops the demo's graph and its change set alike."""
+    from registry.cli import _load_dev_demo
+    from registry.settings import DEFAULTS, settings_from_environ
+
+    environ = {"REGISTRY_KEEP_GENERATIONS": "1", "REGISTRY_KEEP_CHANGES": "1"}
+    settings = {**DEFAULTS, **settings_from_environ(environ)}
+    conninfo = database_factory()
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        _load_dev_demo(conn, 100, settings)
+        kept = conn.execute(
+            "SELECT generation, dropped_at IS NULL, changes_dropped_at IS NULL"
+            " FROM registry_meta.generations ORDER BY generation"
+        ).fetchall()
+    assert kept == [(1, False, False), (2, True, True)]

@@ -1,5 +1,13 @@
--- As export_net_changes.sql, for the changed origins whose record differs in block %(block)s:
--- for the oldest since a range of net_changes_kind_lo_idx, filtered on the block.
+-- As export_net_changes.sql, of the same shape, for the net changes of one kind (%(kind)s)
+-- and, when %(block)s is not null, of those of kind changed (the caller passes kind changed)
+-- whose record differs in that block. What differs is named where it is: each branch is
+-- filtered on the kind and the block, and since the oldest since the range is of
+-- net_changes_kind_lo_idx, (generation, kind, lo, id) (migration 005), in id order.
+WITH n AS MATERIALIZED (
+    SELECT i.generation, o.since
+    FROM {graph}.graph_info AS i
+    CROSS JOIN LATERAL registry_meta.oldest_since_row(i.generation) AS o
+)
 SELECT l.{column}
 FROM (SELECT x.id,
              registry_meta.net_change_json(
@@ -14,31 +22,34 @@ FROM (SELECT x.id,
                  AS csv_line
       FROM ((SELECT x.id, x.until, x.last, x.kind, x.blocks
              FROM registry_meta.net_changes AS x
-             WHERE x.generation = (SELECT i.generation FROM {graph}.graph_info AS i) AND x.kind = 'changed'
+             WHERE x.generation = (SELECT n.generation FROM n)
+               AND %(since)s::bigint = (SELECT n.since FROM n)
                AND x.lo = %(since)s::bigint
-               AND %(block)s::text = ANY (x.blocks)
-               AND %(since)s::bigint = (SELECT registry_meta.oldest_since(i.generation)
-                                        FROM {graph}.graph_info AS i)
+               -- of the kind (or block)
+               AND x.kind = %(kind)s::text
+               AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
              ORDER BY x.id)
             UNION ALL
             (SELECT x.id, x.until, x.last, x.kind, x.blocks
              FROM registry_meta.net_changes AS x
-             WHERE x.generation = (SELECT i.generation FROM {graph}.graph_info AS i) AND x.kind = 'changed'
+             WHERE x.generation = (SELECT n.generation FROM n)
+               AND %(since)s::bigint + 1 = (SELECT n.generation FROM n)
+               AND %(since)s::bigint <> (SELECT n.since FROM n)
                AND x.until = %(since)s::bigint + 1
-               AND %(block)s::text = ANY (x.blocks)
-               AND %(since)s::bigint + 1 = (SELECT i.generation FROM {graph}.graph_info AS i)
-               AND %(since)s::bigint <> (SELECT registry_meta.oldest_since(i.generation)
-                                         FROM {graph}.graph_info AS i)
+               -- of the kind (or block)
+               AND x.kind = %(kind)s::text
+               AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
              ORDER BY x.id)
             UNION ALL
             (SELECT x.id, x.until, x.last, x.kind, x.blocks
              FROM registry_meta.net_changes AS x
-             WHERE x.generation = (SELECT i.generation FROM {graph}.graph_info AS i) AND x.kind = 'changed'
+             WHERE x.generation = (SELECT n.generation FROM n)
+               AND %(since)s::bigint + 1 <> (SELECT n.generation FROM n)
+               AND %(since)s::bigint <> (SELECT n.since FROM n)
                AND x.lo <= %(since)s::bigint AND %(since)s::bigint < x.until
-               AND %(block)s::text = ANY (x.blocks)
-               AND %(since)s::bigint + 1 <> (SELECT i.generation FROM {graph}.graph_info AS i)
-               AND %(since)s::bigint <> (SELECT registry_meta.oldest_since(i.generation)
-                                         FROM {graph}.graph_info AS i)
+               -- of the kind (or block)
+               AND x.kind = %(kind)s::text
+               AND (%(block)s::text IS NULL OR %(block)s::text = ANY (x.blocks))
              ORDER BY x.id)) AS x
       CROSS JOIN LATERAL (
           SELECT v.before, v.before_name, v.before_address,
