@@ -40,7 +40,7 @@ TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 # busy for 40 s while the others idled. Short files last fill the gaps instead. A name that
 # no longer exists fails the run, so the list cannot rot unseen.
 LONGEST_FIRST = (
-    "tests/mirror/test_copy_kills.py",  # 400 (measured alone, machine shared: 84 kills)
+    "tests/mirror/test_copy_kills.py",  # 230 to 400 (alone, machine shared: 64 kills)
     "tests/e2e/test_nginx_exports.py",  # 160
     "tests/e2e/test_export_capacity.py",  # 150
     "tests/api/test_query_plans.py",  # 70 (one 40,000-origin graph and three twins)
