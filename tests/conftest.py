@@ -40,10 +40,17 @@ TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 # busy for 40 s while the others idled. Short files last fill the gaps instead. A name that
 # no longer exists fails the run, so the list cannot rot unseen.
 LONGEST_FIRST = (
+    "tests/mirror/test_copy_kills.py",  # 230 to 400 (alone, machine shared: 64 kills)
     "tests/e2e/test_nginx_exports.py",  # 160
     "tests/e2e/test_export_capacity.py",  # 150
     "tests/api/test_query_plans.py",  # 70 (one 40,000-origin graph and three twins)
     "tests/api/test_schemathesis.py",  # 65
+    "tests/mirror/test_copy_cuts.py",  # 115 (measured alone, machine shared)
+    "tests/mirror/test_copy_during_loads.py",  # 80 (measured alone, machine shared)
+    "tests/mirror/test_copy_recovery.py",  # 75 (measured alone, machine shared)
+    "tests/mirror/test_copy_follow.py",  # 50 (measured alone, machine shared)
+    "tests/mirror/test_copy_verify.py",  # 40 (measured alone, machine shared)
+    "tests/mirror/test_copy_steps.py",  # 40 (measured alone, machine shared)
     "tests/properties/test_catchup_sweep.py",  # 41
     "tests/properties/test_catchup_chain.py",  # 37
     "tests/e2e/test_export_restart.py",  # 36 (one process)
@@ -55,7 +62,9 @@ LONGEST_FIRST = (
     "tests/e2e/test_mirror_follow.py",  # 25 to 29 alone (a registry mirror process a test)
     "tests/e2e/test_mirror_verify.py",  # 25 to 29 alone
     "tests/e2e/test_docs_page.py",  # 30
+    "tests/mirror/test_copy_refusals.py",  # 35 (measured alone, machine shared)
     "tests/properties/test_export_listing.py",  # 26
+    "tests/mirror/test_copy_property.py",  # 25 (measured alone, machine shared)
     "tests/e2e/test_export_memory.py",  # 26
     "tests/loader/test_load_changes.py",  # 26
     "tests/properties/test_listing_sweep.py",  # 22
