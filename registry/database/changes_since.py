@@ -1,4 +1,5 @@
-"""Net changes since any kept generation (contract 12): pages, exports and the since's checks.
+"""Net changes since any kept generation (docs/api.md, Changes since any generation): pages, exports
+and the since's checks.
 
 The load that produces generation n builds its net changes from every kept since
 (registry_meta.build_net_changes, migration 004): net_changes holds, per origin, each version
@@ -34,7 +35,8 @@ _EXPORT = {
 
 
 class SinceNotProduced(Exception):
-    """since=m, well-formed, that this registry never produced (404, contract 12)."""
+    """since=m, well-formed, that this registry never produced (404, docs/api.md, Changes since any
+    generation)."""
 
     def __init__(self, since: int, current: int | None):
         super().__init__(f"generation {since} was never produced")
@@ -43,7 +45,8 @@ class SinceNotProduced(Exception):
 
 
 class SinceNewer(Exception):
-    """since=m, a generation produced after the one answered (400, contract 12)."""
+    """since=m, a generation produced after the one answered (400, docs/api.md, Changes since any
+    generation)."""
 
     def __init__(self, since: int, generation: int):
         super().__init__(f"generation {since} is newer than the generation answered ({generation})")
@@ -52,7 +55,8 @@ class SinceNewer(Exception):
 
 
 class ChangesDropped(Exception):
-    """since=m older than the oldest since of the generation answered (410, contract 12)."""
+    """since=m older than the oldest since of the generation answered (410, docs/api.md, Changes
+    since any generation)."""
 
     def __init__(self, since: int, oldest_since: int, current: int | None):
         super().__init__(f"the changes since generation {since} are no longer kept")
@@ -77,7 +81,8 @@ class SincePage:
 
     def check(self, generation: int) -> None:
         """Raise SinceNotProduced, SinceNewer or ChangesDropped unless the since answers for
-        generation (contract 12: 404 whatever its size, then 400, then 410)."""
+        generation (docs/api.md, Changes since any generation: 404 whatever its size, then 400, then
+        410)."""
         if not self.produced:
             raise SinceNotProduced(self.since, self.current)
         if self.since > generation:

@@ -1,9 +1,9 @@
 -- Returns every net change from since %(since)s to the generation of the graph in schema
--- {graph} (contract 12) as its JSON object (line) or CSV row (csv_line), by origin id; read
--- through a server-side cursor in batches. The column is chosen by the caller: {column}.
--- The rows come from the branch of list_net_changes.sql that the since takes, the others cut
--- off by their one-time filters: a range of net_changes_lo_idx for n's oldest since, of
--- net_changes_until_idx for n - 1 (migration 005), else net_changes' primary key filtered on
+-- {graph} (docs/api.md, Changes since any generation) as its JSON object (line) or CSV row
+-- (csv_line), by origin id; read through a server-side cursor in batches. The column is chosen by
+-- the caller: {column}. The rows come from the branch of list_net_changes.sql that the since takes,
+-- the others cut off by their one-time filters: a range of net_changes_lo_idx for n's oldest since,
+-- of net_changes_until_idx for n - 1 (migration 005), else net_changes' primary key filtered on
 -- the since; each in id order, merged without a sort. Each row then finds its records by
 -- change_log's primary key (id, generation): the version's at until, and the record at n at
 -- last, which is the same row when until = last (an origin changed once since), read once

@@ -1,8 +1,8 @@
--- Returns one row for since %(since)s (contract 12): the stamp (generation, commit time, digest) of the
--- graph in schema {graph} (n), whether since was ever produced, the oldest since of n, the
--- newest generation, the total of the net changes from since to n (net_counts, counted by
--- the load), the page (offset+1 .. offset+limit by origin id: one JSON array text), n's
--- previous and the net counts.
+-- Returns one row for since %(since)s (docs/api.md, Changes since any generation): the stamp
+-- (generation, commit time, digest) of the graph in schema {graph} (n), whether since was ever
+-- produced, the oldest since of n, the newest generation, the total of the net changes from since
+-- to n (net_counts, counted by the load), the page (offset+1 .. offset+limit by origin id: one JSON
+-- array text), n's previous and the net counts.
 -- The page's rows come from one of three branches, the other two cut off by their one-time
 -- filters: since n's oldest since, the rows numbered offset+1 .. offset+limit, a range of
 -- net_changes_pos_idx (migration 006), so that every page costs what the first does; since

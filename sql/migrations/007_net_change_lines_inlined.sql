@@ -1,11 +1,11 @@
--- The lines of net changes are built inside the statements that read them (contract 12).
--- PostgreSQL inlines a SQL function into the statement that calls it only when its body is a
--- single expression (no FROM) and is no less volatile than the function says. Neither
--- function of migration 004 was inlined: both were declared IMMUTABLE but call STABLE
+-- The lines of net changes are built inside the statements that read them (docs/api.md, Changes
+-- since any generation). PostgreSQL inlines a SQL function into the statement that calls it only
+-- when its body is a single expression (no FROM) and is no less volatile than the function says.
+-- Neither function of migration 004 was inlined: both were declared IMMUTABLE but call STABLE
 -- functions (array_to_json, concat: their output depends on settings such as DateStyle),
 -- and net_change_csv read its guarded name from a sub-select. So each line of a since page or
 -- export was a call through the SQL function executor: an export since the oldest since cost
--- about 1.5 times the contract 10 export per line (docs/performance.md), with the same joins
+-- about 1.5 times the /registry/changes export per line (docs/performance.md), with the same joins
 -- and the same concatenation otherwise. Both are STABLE now, which is what their bodies are,
 -- and net_change_csv one expression that writes exactly what it wrote: the spreadsheet guard
 -- (a ' before a leading =, +, -, @, tab or CR) goes inside the quotes, and the guard never

@@ -1,6 +1,6 @@
 """The consumer's guide runs as written: docs/examples/mirror.py against gunicorn over real
 HTTP keeps a mirror equal to the newest export, across loads, a 304, and a 410 that sends it
-back to an export (CONTRACT.md §12, docs/api.md "Keeping a mirror")."""
+back to an export (docs/api.md, Changes since any generation)."""
 
 from __future__ import annotations
 
