@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Keep a mirror of the registry's origins in an NDJSON file (docs/api.md, "Changes since any generation").
+"""Keep a mirror of the registry's origins in an NDJSON file (docs/api.md, "Changes since any
+generation").
 
 Standard library only. Each run brings the mirror up to the newest generation:
 - no mirror yet: export every origin once (`Accept: application/x-ndjson`) and remember the
