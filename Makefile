@@ -68,12 +68,12 @@ bench: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python -m devtools.benchmark --origins $(ORIGINS) $(BENCH_ARGS)
 
-## make bench-changes [ORIGINS=100000]: what the change set costs a load (contract 10): the
+## make bench-changes [ORIGINS=100000]: what the change set costs a load (docs/loading.md, What the change set costs): the
 ## demo, its 1 % twin and a wholly different document, loaded in a scratch database
 bench-changes: install
 	$(BIN)/python -m devtools.bench_changes --origins $(ORIGINS)
 
-## make bench-since [ORIGINS=100000]: change sets kept longer than graphs (contract 12): a chain
+## make bench-since [ORIGINS=100000]: change sets kept longer than graphs (docs/api.md, Changes since any generation): a chain
 ## of 10 loads of 1 % twins, the storage kept, since=<oldest> pages and export (wrk)
 bench-since: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)

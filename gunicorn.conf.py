@@ -60,11 +60,12 @@ keepalive = 5
 # (docs/performance.md: 57 to 65 MB), so the guard can be rare: about an hour at 150 req/s.
 max_requests = 500000
 max_requests_jitter = 50000
-# Request lines of up to 16 KB, so that 100 prefixed ids fit in one URL (contract 13 asks for
-# at least 8 KiB). gunicorn lowers any limit above its MAX_REQUEST_LINE (8190) to 8190, and 0
-# would mean none at all; its ceiling is raised to this limit instead (the workers fork from
-# this process), so a longer line is still refused, with a JSON 414. Header fields get the same
-# size: nginx holds both in the same buffers (deploy/nginx.conf, large_client_header_buffers).
+# Request lines of up to 16 KB, so that 100 prefixed ids fit in one URL (docs/api.md, Requests:
+# about 4.8 KB, 5.4 KB percent-encoded). gunicorn lowers any limit above its MAX_REQUEST_LINE
+# (8190) to 8190, and 0 would mean none at all; its ceiling is raised to this limit instead (the
+# workers fork from this process), so a longer line is still refused, with a JSON 414. Header
+# fields get the same size: nginx holds both in the same buffers (deploy/nginx.conf,
+# large_client_header_buffers).
 limit_request_line = 16384
 message.MAX_REQUEST_LINE = limit_request_line
 limit_request_field_size = 16384
@@ -90,8 +91,8 @@ _DEFAULT_METRICS_DIR = (
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_DEFAULT_METRICS_DIR))
 
 # A worker holds at most one connection per thread at a time; the pool needs no more.
-# Exports (contract 11): at most half of the instance's workers stream at once (at least
-# one), counted across the workers through the locks of one file of this instance's own
+# Exports (docs/export.md, Capacity): at most half of the instance's workers stream at once (at
+# least one), counted across the workers through the locks of one file of this instance's own
 # (registry/api/export_slots.py), so at least half of the workers always answer pages.
 # Threads do not raise the limit: a worker's threads share one GIL (see above).
 max_exports = os.environ.get("REGISTRY_MAX_EXPORTS") or max(1, workers // 2)

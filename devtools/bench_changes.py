@@ -1,4 +1,5 @@
-"""What a change set costs a load (contract 10), in scratch databases of its own.
+"""What a change set costs a load (docs/loading.md, What the change set costs), in scratch databases
+of its own.
 
 python -m devtools.bench_changes --origins 1000000 [--fraction 0.01] [--baseline REV]
 

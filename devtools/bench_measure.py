@@ -268,8 +268,8 @@ def run_exports(
                 result = export_run(f"{base}/registry/origins", token, accept, server)
                 results.append((f"{label} via {where}", result))
                 print(f"  export {label} via {where}: {result['seconds']:.1f} s", flush=True)
-        # Contract 10: the demo's change set, every origin added (kept beside its twin), as
-        # NDJSON: one line per change.
+        # docs/api.md, Changes between generations: the demo's change set, every origin added (kept
+        # beside its twin), as NDJSON: one line per change.
         if demo_generation is not None:
             url = f"{server.base}/registry/changes?generation={demo_generation}"
             result = export_run(url, token, "application/x-ndjson", server)

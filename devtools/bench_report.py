@@ -39,7 +39,10 @@ def print_report(
     print("connections (a minimal Flask app answering a small JSON dict, same gunicorn.conf.py)")
     print()
     print("to +query: the ratio over the ceiling + one query row's at the same connections,")
-    print("the most an answer that reads the database can reach (contract 7: every one does)")
+    print(
+        "the most an answer that reads the database can reach (every one does: docs/api.md,"
+        " Generations and conditional requests)"
+    )
     print()
     print("CPU ms/req: CPU time of the gunicorn workers (app) and of the PostgreSQL backends")
     print("serving them (db) per request answered, and the ceiling's app figure; CPU ratio:")

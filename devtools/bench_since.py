@@ -1,5 +1,5 @@
-"""What keeping change sets costs and what `since=` answers at (contract 12), in a scratch
-database of its own.
+"""What keeping change sets costs and what `since=` answers at (docs/api.md, Changes since any
+generation), in a scratch database of its own.
 
 python -m devtools.bench_since --origins 100000 [--loads 10] [--back N] [--baseline REV]
     [--seconds 10]
@@ -15,10 +15,10 @@ it and applies its own, about 2 % of the origins). Reported:
 - the storage of the kept change sets and net changes beside the kept graphs;
 - with wrk at --connections (16) through the production gunicorn set-up: the first and the
   last page of since=<oldest since>, kind=changed&block=bans over the same range, and the
-  first page without since (contract 10) beside them; the history of the origin the chain
-  changed most, beside that origin by id;
+  first page without since (docs/api.md, Changes between generations) beside them; the history of
+  the origin the chain changed most, beside that origin by id;
 - the NDJSON export of since=<oldest>, against the export of the newest generation's own
-  change set (contract 10), per record;
+  change set (docs/api.md, Changes between generations), per record;
 - with --back N, the same pages and export of since=<the generation N loads back>, a since
   between the oldest and the newest (its net changes are no range of their own, unlike the
   oldest since's and the previous generation's).
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             load(tree, conninfo, demo)
             baseline, _ = load(tree, conninfo, twins[0])
             if shutil.which("wrk") is not None:
-                # The contract 10 export of that code ("the §10 export today" of issue 35),
-                # from gunicorn run from its own worktree, of the same twin's change set.
+                # The /registry/changes export of that code ("the /registry/changes export today" of
+                # issue 35), from gunicorn run from its own worktree, of the same twin's change set.
                 with served(conninfo, tree) as (stack, token):
                     got = best_exports(stack, token, [(BASE_EXPORT, "/registry/changes")])
                 report_exports(got, f" (the code of {args.baseline})")
@@ -141,7 +141,7 @@ def _serve_and_measure(
     (since, its net changes), the oldest first; changed: the origin most often changed in
     the chain, whose history is asked for."""
     oldest = sinces[0][0]
-    rows = [("changes (contract 10), first page", "/registry/changes")]
+    rows = [("changes (docs/api.md, Changes between generations), first page", "/registry/changes")]
     for since, total in sinces:
         last = max(1, -(-total // 50))
         rows += [

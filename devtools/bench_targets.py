@@ -173,8 +173,8 @@ ROW_KEYS = (
     "facets-network", "facets-search-mix", "ids", "by-id", "by-address", "history",
     "changes-first", "changes-bans", "changes-deep", "metrics",
 )  # fmt: skip
-# Contract 13's rows: every facet, alone and with two flag filters; the search mix with
-# three facets (one of them ranked: a search's facets are counted, not read).
+# Rows (docs/api.md, Facets and ids): every facet, alone and with two flag filters; the search mix
+# with three facets (one of them ranked: a search's facets are counted, not read).
 EVERY_FACET = (
     "governance_state,allocation_state,publication_status,transport,has_presentations,"
     "network_id,station_id"

@@ -54,8 +54,8 @@ from registry.settings import load_settings
 from registry.tokens.development import mint_token
 
 REPO = Path(__file__).resolve().parent.parent
-# The light rows measured again while exports stream to slow readers (contract 11): pages
-# must not wait behind exports.
+# The light rows measured again while exports stream to slow readers (docs/export.md, Capacity):
+# pages must not wait behind exports.
 BESIDE_EXPORTS = ("summary", "registry-summary", "first-page", "by-id")
 
 

@@ -6,7 +6,7 @@ Starts the loopback cluster of devtools.cluster with the demo graph of N origins
 each scenario, drives wrk through nginx at the public URLs of `make bench` (mixed, with an
 admin token) for --seconds, injects the fault --fault-at seconds in, and undoes it --down
 seconds later (where there is something to undo). Per scenario it prints the requests sent,
-the failed ones by status (a 503 with the contract's JSON body and Retry-After apart from
+the failed ones by status (a 503 with the documented JSON body and Retry-After apart from
 any other), socket errors, and the time from the fault to the end of the last failed answer
 (to 100 ms): after it, every request succeeded. A scenario passes when every failure is
 the JSON 503.
@@ -111,7 +111,7 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
-        """Every failure was the contract's JSON 503."""
+        """Every failure was the documented JSON 503."""
         return not self.result.count("other") and not sum(self.result.socket_errors.values())
 
     def recovery_s(self) -> float:

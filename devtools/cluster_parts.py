@@ -160,8 +160,8 @@ def server_settings(port: int) -> dict[str, str]:
         "hot_standby_feedback": "on",
         # A replayed drop of a generation waits for the reads still inside it instead of
         # cancelling them after 30 s: an export on the standby is never cut by a load
-        # (contract 11). Page statements end within statement_timeout; while an export holds
-        # replay back the standby lags, and unpinned reads go to the primary past
+        # (docs/export.md, Capacity). Page statements end within statement_timeout; while an export
+        # holds replay back the standby lags, and unpinned reads go to the primary past
         # REGISTRY_MAX_REPLICA_LAG_S (docs/scaling.md).
         "max_standby_streaming_delay": "-1",
         "logging_collector": "off",

@@ -1,6 +1,6 @@
-"""What one line of an export costs the database: the contract 10 export of the newest change
-set (and of its changed origins only) against the export since the oldest since (contract
-12), the statements alone (docs/performance.md).
+"""What one line of an export costs the database: the /registry/changes export of the newest change
+set (and of its changed origins only) against the export since the oldest since (docs/api.md,
+Changes since any generation), the statements alone (docs/performance.md).
 
 python -m devtools.export_statements [--database NAME] [--rounds 7] [--column line|csv_line]
 
@@ -10,7 +10,7 @@ one; the bench drops its own database at the end). Each round reads each export 
 service does (registry.database.exports): one REPEATABLE READ, READ ONLY transaction, a
 server-side cursor, the lines as the bytes the server sent, 100 lines first and then 2,000 a
 fetch, with JIT off as the service's sessions have it; the exports take turns. Prints
-microseconds a line, best and median, and each one's ratio to the contract 10 export.
+microseconds a line, best and median, and each one's ratio to the /registry/changes export.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             return query.as_string(conn)
 
         exports: dict[str, tuple[str, dict[str, object]]] = {
-            "contract 10, the newest change set": (statement("changes/export_changes"), {}),
-            "contract 10, its changed origins": (
+            "/registry/changes, the newest change set": (statement("changes/export_changes"), {}),
+            "/registry/changes, its changed origins": (
                 statement("changes/export_changes_by_kind"),
                 {"kind": "changed"},
             ),

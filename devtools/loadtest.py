@@ -10,7 +10,7 @@ with a Lua script that sorts every answer by 100 ms, status and kind.
 load: the graph of `make bench` on the configured server; passes with zero errors and prints
 p50 and p99. fault: the graph in a private embedded PostgreSQL (its own state folder under a
 temporary directory, so nothing shared is stopped), which is stopped at --stop-at for --down
-seconds and started again; passes when every failed request is the contract's 503 JSON with
+seconds and started again; passes when every failed request is the documented 503 JSON with
 Retry-After, there is no other status and no socket error, and failures end within 5 s of the
 restart. Both check that no gunicorn worker died, print one summary line, and exit 0 on a pass.
 """

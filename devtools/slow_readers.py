@@ -1,4 +1,5 @@
-"""Exports streaming to slow readers, for `make bench`'s rows beside exports (contract 11).
+"""Exports streaming to slow readers, for `make bench`'s rows beside exports (docs/export.md,
+Capacity).
 
 Each reader is a real socket with a small receive window that asks for the whole NDJSON
 export and reads it at 10 KB/s, in a thread of its own, until the bench is done with it.

@@ -1,5 +1,6 @@
-"""`registry load`: a document into the database, or a dry run of it (contract 10); and
-`registry db vacuum`, which finishes a load's read model once older snapshots have ended."""
+"""`registry load`: a document into the database, or a dry run of it (docs/loading.md, Dry run and
+guards); and `registry db vacuum`, which finishes a load's read model once older snapshots have
+ended."""
 
 from __future__ import annotations
 

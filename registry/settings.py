@@ -43,20 +43,23 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRY_POOL_MAX_LIFETIME_S": 600.0,
     # A standby further behind than this (seconds) is not used for unpinned reads.
     "REGISTRY_MAX_REPLICA_LAG_S": 10.0,
-    # Generations kept for pinned reads (contract 7): the current one and those before it.
+    # Generations kept for pinned reads (docs/api.md, Generations and conditional requests): the
+    # current one and those before it.
     "REGISTRY_KEEP_GENERATIONS": 2,
-    # Change sets kept for /registry/changes?since= (contract 12), from 1 to MAX_KEEP_CHANGES;
-    # a value below REGISTRY_KEEP_GENERATIONS is raised to it (keep_changes()).
+    # Change sets kept for /registry/changes?since= (docs/api.md, Changes since any generation),
+    # from 1 to MAX_KEEP_CHANGES; a value below REGISTRY_KEEP_GENERATIONS is raised to it
+    # (keep_changes()).
     "REGISTRY_KEEP_CHANGES": 30,
     # A load that would remove more than this percentage of the current generation's origins
-    # is refused unless `registry load --force` (contract 10). Unset: no such limit.
+    # is refused unless `registry load --force` (docs/loading.md, Dry run and guards). Unset: no
+    # such limit.
     "REGISTRY_MAX_REMOVED_PERCENT": None,
     # After its commit, how long (seconds) `registry load` waits for snapshots older than it
     # (an export's) to end so that its read model can be made all-visible; past it, a
     # detached `registry db vacuum` finishes that (docs/loading.md).
     "REGISTRY_LOAD_VACUUM_WAIT_S": 10.0,
-    # Exports streaming at once per instance (contract §11). gunicorn.conf.py sets it to half
-    # of the instance's workers (at least 1) when unset; a single process defaults to 1.
+    # Exports streaming at once per instance (docs/export.md, Capacity). gunicorn.conf.py sets it to
+    # half of the instance's workers (at least 1) when unset; a single process defaults to 1.
     "REGISTRY_MAX_EXPORTS": 1,
     # An export whose client takes nothing for this long (seconds) is ended, cut short. It
     # must be below gunicorn's timeout (REGISTRY_GUNICORN_TIMEOUT), which would end it harder:
@@ -95,9 +98,9 @@ _POSITIVE = {
     "REGISTRY_MAX_EXPORTS",
     "REGISTRY_GUNICORN_TIMEOUT",
 }
-# The most change sets REGISTRY_KEEP_CHANGES may keep (contract 12). REGISTRY_KEEP_GENERATIONS
-# has the same bound: change sets are never fewer than graphs kept, so more graphs than this
-# would raise the change sets past their bound.
+# The most change sets REGISTRY_KEEP_CHANGES may keep (docs/api.md, Changes since any generation).
+# REGISTRY_KEEP_GENERATIONS has the same bound: change sets are never fewer than graphs kept, so
+# more graphs than this would raise the change sets past their bound.
 MAX_KEEP_CHANGES = 1000
 _AT_MOST = {
     "REGISTRY_KEEP_CHANGES": MAX_KEEP_CHANGES,
@@ -164,8 +167,8 @@ def load_settings(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 
 def keep_changes(settings: Mapping[str, Any]) -> int:
-    """The change sets a load keeps (contract 12): REGISTRY_KEEP_CHANGES, raised to
-    REGISTRY_KEEP_GENERATIONS when below it."""
+    """The change sets a load keeps (docs/api.md, Changes since any generation):
+    REGISTRY_KEEP_CHANGES, raised to REGISTRY_KEEP_GENERATIONS when below it."""
     return max(int(settings["REGISTRY_KEEP_CHANGES"]), int(settings["REGISTRY_KEEP_GENERATIONS"]))
 
 

@@ -1,4 +1,5 @@
-"""Changes between generations (contract 10): the query and the answers' shapes."""
+"""Changes between generations (docs/api.md, Changes between generations): the query and the
+answers' shapes."""
 
 from __future__ import annotations
 
@@ -44,13 +45,14 @@ class ChangeListQuerySchema(StrictQuerySchema):
         1,
         GENERATION_MAX,
         "the net changes from this generation (the Registry-Generation a client last saw) to "
-        "the generation answered (contract 12): 410 once older than the oldest since, 404 if "
-        "never produced, 400 if newer than the generation answered; default its previous",
+        "the generation answered (docs/api.md, Changes since any generation): 410 once older than "
+        "the oldest since, 404 if never produced, 400 if newer than the generation answered; "
+        "default its previous",
     )
 
     @validates_schema
     def _block_needs_changed(self, data: dict[str, Any], **kwargs: Any) -> None:
-        """block with kind added or removed is a 400 (contract 10)."""
+        """block with kind added or removed is a 400 (docs/api.md, Changes between generations)."""
         if "block" in data and data.get("kind", "changed") != "changed":
             raise ValidationError(BLOCK_WITHOUT_CHANGED, "block")
 
@@ -128,8 +130,8 @@ class ChangeListSchema(EnvelopeSchema):
     )  # fmt: skip
     since = fields.Integer(
         required=True, allow_none=True,
-        metadata={"description": "the generation compared with (contract 12): since= as "
-                  "given, else previous"},
+        metadata={"description": "the generation compared with (docs/api.md, Changes since any "
+                                 "generation): since= as given, else previous"},
     )  # fmt: skip
     counts = fields.Nested(ChangeCountsSchema, required=True)
     filters_applied = fields.Dict(
@@ -168,6 +170,6 @@ class GenerationListSchema(EnvelopeSchema):
     oldest_since = fields.Integer(
         required=True,
         metadata={"description": "the oldest since=m the generation answered still answers "
-                  "for (contract 12)"},
+                  "for (docs/api.md, Changes since any generation)"},
     )  # fmt: skip
     generations = fields.List(fields.Nested(GenerationSchema), required=True)

@@ -1,4 +1,4 @@
-"""Error bodies (spec 7, contract 5 and 6)."""
+"""Error bodies (docs/api.md, Errors; docs/authentication.md)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class InvalidParametersSchema(ErrorSchema):
 
 class ServiceUnavailableSchema(ErrorSchema):
     """503: the database could not answer, or (an export) the instance's exports are all
-    taken (contract 11), with Retry-After."""
+    taken (docs/export.md, Capacity), with Retry-After."""
 
     message = fields.String(
         metadata={
@@ -66,14 +66,16 @@ class GenerationDetailsSchema(Schema):
 
 
 class GenerationGoneSchema(ErrorSchema):
-    """410: the generation asked for was produced but is no longer kept (contract 7)."""
+    """410: the generation asked for was produced but is no longer kept (docs/api.md, Generations
+    and conditional requests)."""
 
     error = fields.String(required=True, validate=validate.Equal("Generation no longer available"))
     details = fields.Nested(GenerationDetailsSchema, required=True)
 
 
 class GenerationNotFoundSchema(ErrorSchema):
-    """404: a well-formed generation this registry never produced (contract 7)."""
+    """404: a well-formed generation this registry never produced (docs/api.md, Generations and
+    conditional requests)."""
 
     error = fields.String(required=True, validate=validate.Equal("Generation not found"))
     details = fields.Nested(GenerationDetailsSchema, required=True)
@@ -89,8 +91,8 @@ class SinceDetailsSchema(Schema):
 
 
 class SinceNotFoundSchema(ErrorSchema):
-    """404: since=m, well-formed, names a generation this registry never produced (contract
-    12)."""
+    """404: since=m, well-formed, names a generation this registry never produced (docs/api.md,
+    Changes since any generation)."""
 
     error = fields.String(required=True, validate=validate.Equal("Generation not found"))
     details = fields.Nested(SinceDetailsSchema, required=True)
@@ -106,7 +108,8 @@ class ChangesGoneDetailsSchema(SinceDetailsSchema):
 
 
 class ChangesGoneSchema(ErrorSchema):
-    """410: since=m is older than the oldest since (contract 12): start again from an export."""
+    """410: since=m is older than the oldest since (docs/api.md, Changes since any generation):
+    start again from an export."""
 
     error = fields.String(required=True, validate=validate.Equal("Changes no longer available"))
     details = fields.Nested(ChangesGoneDetailsSchema, required=True)

@@ -1,4 +1,4 @@
-"""The query of an export (contract 8): the listing's filters, never a page."""
+"""The query of an export (docs/export.md): the listing's filters, never a page."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from schemas.params import FACET_PARAMETERS, OriginListQuerySchema
 
 PAGING = ("page", "limit")
 NOT_IN_EXPORT = "not taken by an export, which streams every match; leave it out"
-# Facets are counted in the JSON listing only (contract 13).
+# Facets are counted in the JSON listing only (docs/api.md, Facets and ids).
 NOT_IN_ORIGIN_EXPORT = (*PAGING, *FACET_PARAMETERS)
 
 ORIGIN_EXPORT_QUERY = OriginListQuerySchema(exclude=NOT_IN_ORIGIN_EXPORT)

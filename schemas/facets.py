@@ -1,4 +1,5 @@
-"""The `facets` member of a listing (contract 13), as a JSON Schema for the OpenAPI document.
+"""The `facets` member of a listing (docs/api.md, Facets and ids), as a JSON Schema for the OpenAPI
+document.
 
 The service builds the member itself (registry/database/facets.py) and the envelope passes
 it through; this says exactly what each facet holds, so that schemathesis and openapi-core

@@ -1,4 +1,5 @@
-"""An origin's history through the kept change sets (contract 12): the answer's shape."""
+"""An origin's history through the kept change sets (docs/api.md, An origin's history): the answer's
+shape."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ class OriginHistorySchema(EnvelopeSchema):
     oldest_since = fields.Integer(
         required=True,
         metadata={"description": "the oldest generation from which every later change set is "
-                  "kept (contract 12)"},
+                  "kept (docs/api.md, Changes since any generation)"},
     )  # fmt: skip
     id = fields.String(required=True, metadata={"description": "svc:origin:<uuid>"})
     versions = RenderedVersions(

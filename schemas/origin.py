@@ -1,6 +1,6 @@
-"""The per-origin record (spec 2.3 to 2.5) and its envelopes (spec 2.6).
+"""The per-origin record and its envelopes (docs/api.md, Records).
 
-Validators here are never run on dump; they carry the spec's bounds and formats into the
+Validators here are never run on dump; they carry the documented bounds and formats into the
 OpenAPI document, which is generated from these same classes.
 """
 
@@ -143,7 +143,7 @@ class OriginSchema(Schema):
 class RenderedOrigin(fields.Nested):
     """An Origin already serialized by OriginSchema when the graph was loaded.
 
-    The loader dumps every origin once with OriginSchema (registry/rendering.py) and keeps
+    The loader dumps every origin once with OriginSchema (registry/loader/rendering.py) and keeps
     the JSON; an envelope passes that JSON through untouched instead of rebuilding it per
     request. A plain dict is still dumped with OriginSchema.
     """

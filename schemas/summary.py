@@ -1,4 +1,5 @@
-"""GET /summary (IntegrationStatus, spec 2.1) and GET /registry/summary (spec 2.2)."""
+"""GET /summary (IntegrationStatus, docs/api.md, Summaries) and GET /registry/summary (docs/api.md,
+Summaries)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from schemas.origin import EnvelopeSchema, always
 
 def _count(description: str, *, nullable: bool = False, required: bool = True) -> fields.Integer:
     """A count of origins, allocations or carriages: never negative."""
-    # A nullable count is still always present (contract 3), so `required` stays true.
+    # A nullable count is still always present (docs/api.md, Records), so `required` stays true.
     return fields.Integer(
         required=required,
         allow_none=nullable,

@@ -31,7 +31,7 @@ class Finished(NamedTuple):
 
     @property
     def output(self) -> str:
-        """Both streams: where a line goes is not the contract's business."""
+        """Both streams: where a line goes is not the interface's business."""
         return self.stdout + "\n" + self.stderr
 
 

@@ -28,7 +28,7 @@ from registry.database.embedded import embedded_database_url, stop_embedded
 from registry.loader.loading import LoadOptions, load_document
 from registry.settings import load_settings
 
-# The contract's worked example and its answers, kept with the tests.
+# The documented worked example and its answers, kept with the tests.
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
 
@@ -227,7 +227,7 @@ def document(records: list[dict[str, Any]]) -> bytes:
 
 def load_records(conninfo: str, records: list[dict[str, Any]] | bytes) -> None:
     """Load a graph document through the real loader (an empty one too: the API's tests
-    build empty graphs on purpose, past the guard of contract 10)."""
+    build empty graphs on purpose, past the guard of docs/loading.md, Dry run and guards)."""
     payload = records if isinstance(records, bytes) else document(records)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         load_document(conn, io.BytesIO(payload), options=LoadOptions(allow_empty=True))
@@ -235,13 +235,13 @@ def load_records(conninfo: str, records: list[dict[str, Any]] | bytes) -> None:
 
 @pytest.fixture(scope="session")
 def example_document() -> bytes:
-    """The contract's worked example."""
+    """The documented worked example."""
     return (FIXTURES / "small-graph.jsonl").read_bytes()
 
 
 @pytest.fixture(scope="session")
 def example_expected() -> dict[str, Any]:
-    """The contract's answers for the worked example."""
+    """The documented answers for the worked example."""
     return orjson.loads((FIXTURES / "small-graph.expected.json").read_bytes())
 
 

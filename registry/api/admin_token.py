@@ -1,4 +1,4 @@
-"""The admin token hook on /registry (contract §6, spec §5): find, verify, decide.
+"""The admin token hook on /registry (docs/authentication.md): find, verify, decide.
 
 A `before_request` hook guards every path under /registry, routed or not, before any view,
 query or database connection. Verification itself is registry.tokens; this module turns its
@@ -33,7 +33,7 @@ def is_registry_path(path: str) -> bool:
 
 
 def unauthorized(presented: bool) -> Response:
-    """401 exactly as contract §6 has it; no token, no reason in the body."""
+    """401 exactly as docs/authentication.md has it; no token, no reason in the body."""
     challenge = 'Bearer error="invalid_token"' if presented else "Bearer"
     return json_response({"error": "Unauthorized"}, 401, {"WWW-Authenticate": challenge})
 

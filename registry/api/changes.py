@@ -1,5 +1,5 @@
-"""Changes between generations under /registry (contract 10 and 12); the admin token hook
-guards them.
+"""Changes between generations under /registry (docs/api.md, Changes between generations and Changes
+since any generation); the admin token hook guards them.
 
 GET /registry/changes pages through the change set a generation recorded at load (by origin
 id, filtered by kind and block), or with since=m through the net changes from m to it, or
@@ -53,11 +53,11 @@ bp = Blueprint("changes", __name__, url_prefix="/registry")
 CHANGE_LIST = ChangeListSchema()
 GENERATION_LIST = GenerationListSchema()
 FILTERS = ("kind", "block")
-# Every Link of an answer since m carries since=m too (contract 12).
+# Every Link of an answer since m carries since=m too (docs/api.md, Changes since any generation).
 FILTERS_AND_SINCE = ("kind", "block", "since")
 CHANGES_GONE_ERROR = "Changes no longer available"
 SINCE_NOT_FOUND_ERROR = "Generation not found"
-# The CSV of changes (contract 10): these columns, in this order.
+# The CSV of changes (docs/api.md, Changes between generations): these columns, in this order.
 CSV_HEADER = b"id,kind,blocks,name,address\r\n"
 
 
@@ -85,7 +85,7 @@ def _layout(representation: str) -> Layout:
 @bp.get("/changes", **GET_ROUTE)
 def list_changes_route() -> Response:
     """GET /registry/changes: one page of a generation's changes by origin id; with since=m,
-    of the net changes from generation m to it (contract 12).
+    of the net changes from generation m to it (docs/api.md, Changes since any generation).
 
     With Accept asking for NDJSON or CSV: every matching change, streamed.
     """
@@ -119,7 +119,8 @@ def list_changes_route() -> Response:
 def _list_since(
     query: dict[str, Any], since: int, page: int, limit: int, generation: int | None
 ) -> Response:
-    """One page of the net changes from since to the generation answered (contract 12).
+    """One page of the net changes from since to the generation answered (docs/api.md, Changes since
+    any generation).
 
     No early 304: an answer since m of a pinned generation can turn into a 410 when change
     sets are dropped, under the same URL and generation; whether it still answers is decided
@@ -162,12 +163,13 @@ def _body(
 
 
 def _page(page: int, limit: int, offset: int, returned: int, total: int) -> dict[str, int]:
-    """The page member (contract 4)."""
+    """The page member (docs/api.md, Listing origins)."""
     return {"page": page, "limit": limit, "offset": offset, "returned": returned, "total": total}
 
 
 def _export(representation: str, query: dict[str, Any]) -> Response:
-    """Every change the filters match, streamed in one snapshot (contract 8, 10 and 12)."""
+    """Every change the filters match, streamed in one snapshot (docs/export.md; docs/api.md,
+    Changes between generations and Changes since any generation)."""
     generation = query.pop("generation", None)
     since = query.pop("since", None)
 
@@ -227,12 +229,13 @@ def _changes_dropped(error: ChangesDropped) -> Response:
 @bp.get("/generations", **GET_ROUTE)
 def list_generations_route() -> Response:
     """GET /registry/generations: every generation whose change set or graph is kept, newest
-    first, with its counts and whether it is readable, and the oldest since (contract 12).
+    first, with its counts and whether it is readable, and the oldest since (docs/api.md, Changes
+    since any generation).
 
-    With generation=n (contract 7): answered from generation n, the ones up to it. The list
-    changes without a new generation when a drop lands after a commit, so its validators
-    are decided on the answer itself: the ETag folds in what the list holds, and an
-    If-Modified-Since before the last drop that changed it is not a 304.
+    With generation=n (docs/api.md, Generations and conditional requests): answered from generation
+    n, the ones up to it. The list changes without a new generation when a drop lands after a
+    commit, so its validators are decided on the answer itself: the ETag folds in what the list
+    holds, and an If-Modified-Since before the last drop that changed it is not a 304.
     """
     generation = parse_pinned_query(_query())
     stamp, kept = read(generation, list_generations)

@@ -1,4 +1,4 @@
-"""Every error as JSON (contract 5): 400, 404, 405, 500 and 503."""
+"""Every error as JSON (docs/api.md, Errors): 400, 404, 405, 500 and 503."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class OriginNotFound(Exception):
 def error_response(
     status: int, error: str, headers: dict[str, str] | None = None, **extra: Any
 ) -> Response:
-    """The contract's error body: success false and what went wrong."""
+    """The documented error body: success false and what went wrong."""
     return json_response({"success": False, "error": error, **extra}, status, headers)
 
 

@@ -1,13 +1,13 @@
-"""The listing's other representations (contract 8): NDJSON and CSV, streamed.
+"""The listing's other representations (docs/export.md): NDJSON and CSV, streamed.
 
-Content negotiation picks JSON (the spec's listing), NDJSON or CSV from `Accept`. An export
+Content negotiation picks JSON (the documented listing), NDJSON or CSV from `Accept`. An export
 reads every match through one server-side cursor in one REPEATABLE READ transaction
 (registry.database.exports) and writes each batch as soon as it is fetched: memory holds one
 batch, the first bytes leave after the first small batch, and every row comes from the
 snapshot the export started on. Both formats send what the load stored: the records for
 NDJSON, the CSV rows of origin_csv for CSV (registry.api.origin_csv), nothing decoded.
 
-Capacity (contract 11, docs/export.md):
+Capacity (docs/export.md, Capacity):
 - At most REGISTRY_MAX_EXPORTS exports stream at once on one instance (registry.api.
   export_slots); one more is a 503 at once, so the other workers stay free for pages.
 - A client may read as slowly as it likes while it keeps reading: the transaction is exempt
@@ -69,7 +69,7 @@ BATCH = 2000
 # A batch is written in pieces of at most this many bytes (a memory bound on what one write
 # holds, and the unit by which a cut is told apart from a send timeout).
 PIECE = 64 * 1024
-# The slowest reader an export serves to the end (contract 11), in bytes a second.
+# The slowest reader an export serves to the end (docs/export.md, Capacity), in bytes a second.
 SLOWEST_RATE = 10 * 1024
 # How often an export looks for progress, and tells gunicorn its worker is alive if it moved.
 HEARTBEAT_S = 1.0
@@ -100,7 +100,8 @@ def limit_sending(sock: socket.socket, send_timeout: float) -> None:
 
 
 def init_exports(app: Flask) -> None:
-    """The instance's export slots (contract 11), shared by its workers through one file."""
+    """The instance's export slots (docs/export.md, Capacity), shared by its workers through one
+    file."""
     app.extensions["registry_export_slots"] = ExportSlots(
         int(app.config["REGISTRY_MAX_EXPORTS"]), app.config.get("REGISTRY_EXPORT_SLOTS_FILE")
     )
@@ -121,7 +122,8 @@ def not_acceptable() -> Response:
 
 
 def export_limit_reached(limit: int) -> Response:
-    """503 at once: this instance already streams as many exports as it may (contract 11)."""
+    """503 at once: this instance already streams as many exports as it may (docs/export.md,
+    Capacity)."""
     retry = str(current_app.config["REGISTRY_RETRY_AFTER_S"])
     response = error_response(
         503,
@@ -343,11 +345,11 @@ def stream_export(
     """200 with every row opener's export reads, streamed as NDJSON or CSV, as file name.*;
     or 304, 404 or 410; or 503 when the instance's exports are all taken.
 
-    The generation headers and conditional requests are the JSON listing's (contract 7),
-    with an ETag of its own for each representation. `Registry-Total` is the number of rows
-    that follow (lines of NDJSON, CSV rows after the header). Whatever answers instead of
-    the export (a generation or since that does not answer, a 304) is decided before a slot
-    is taken (_before_a_slot), so that such a request never gets the limit's 503; check:
+    The generation headers and conditional requests are the JSON listing's (docs/api.md, Generations
+    and conditional requests), with an ETag of its own for each representation. `Registry-Total` is
+    the number of rows that follow (lines of NDJSON, CSV rows after the header). Whatever answers
+    instead of the export (a generation or since that does not answer, a 304) is decided before a
+    slot is taken (_before_a_slot), so that such a request never gets the limit's 503; check:
     the stamp of an answer that may be an error under the same validators (since=m), its
     errors raised.
     """

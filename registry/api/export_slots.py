@@ -1,5 +1,5 @@
-"""The export limit (contract §11): at most REGISTRY_MAX_EXPORTS exports stream at once per
-instance, counted across all of one gunicorn's workers.
+"""The export limit (docs/export.md, Capacity): at most REGISTRY_MAX_EXPORTS exports stream at once
+per instance, counted across all of one gunicorn's workers.
 
 Each slot is one byte of a file that every worker of the instance opens (gunicorn.conf.py
 names it, in the instance's own metrics folder), held with a POSIX record lock

@@ -1,4 +1,5 @@
-"""Generation headers and conditional requests (contract 7) for /summary and /registry/*.
+"""Generation headers and conditional requests (docs/api.md, Generations and conditional requests)
+for /summary and /registry/*.
 
 Every answer read from the graph carries the generation it came from (Registry-Generation),
 a weak ETag of that generation and the URL, Last-Modified (the generation's commit, or for an
@@ -43,8 +44,9 @@ GENERATION_HEADER = "Registry-Generation"
 DIGEST_HEADER = "Registry-Digest"
 GONE_ERROR = "Generation no longer available"
 NOT_FOUND_ERROR = "Generation not found"
-# Contract 7: a client may keep /registry answers but must revalidate, and no shared cache
-# may store them; /summary is public. Error answers are never stored.
+# docs/api.md, Generations and conditional requests: a client may keep /registry answers but must
+# revalidate, and no shared cache may store them; /summary is public. Error answers are never
+# stored.
 PRIVATE = "private, no-cache"
 PUBLIC = "public, no-cache"
 NO_STORE = "no-store"
@@ -119,7 +121,7 @@ def stamped(
     variant: folded into the ETag (etag()). changed_at: a moment after the generation's
     commit when the answer changed (a drop); an If-Modified-Since before it is not a 304, and
     Last-Modified says when it changed (_changed_last), so that the Last-Modified a client
-    was given still gets its 304 (contract 7).
+    was given still gets its 304 (docs/api.md, Generations and conditional requests).
     """
     headers = generation_headers(stamp, representation, variant)
     if changed_at is not None and changed_at >= stamp.committed_at:
@@ -180,8 +182,9 @@ def is_conditional() -> bool:
 
 
 class NotModifiedResponse(Response):
-    """304 that keeps Last-Modified: contract 7 sends it on 304 too, and werkzeug would strip
-    it with the other representation headers (RFC 9110 allows it: 15.4.5)."""
+    """304 that keeps Last-Modified: docs/api.md, Generations and conditional requests sends it on
+    304 too, and werkzeug would strip it with the other representation headers (RFC 9110 allows it:
+    15.4.5)."""
 
     def get_wsgi_headers(self, environ: WSGIEnvironment) -> Headers:
         """Werkzeug's 304 headers, with Last-Modified put back."""

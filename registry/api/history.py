@@ -1,4 +1,5 @@
-"""GET /registry/origins/{originId}/history (contract 12); the admin token hook guards it.
+"""GET /registry/origins/{originId}/history (docs/api.md, An origin's history); the admin token hook
+guards it.
 
 How one origin's record went through the kept change sets, up to the generation answered:
 spans of generations, newest first, each with the record as the lookup answered it then (or

@@ -1,4 +1,4 @@
-"""Prometheus metrics (contract §9): `GET /metrics`, summed over every gunicorn worker.
+"""Prometheus metrics (docs/operations.md): `GET /metrics`, summed over every gunicorn worker.
 
 Each worker counts what it answers into prometheus_client's multiprocess files (the folder
 PROMETHEUS_MULTIPROC_DIR, which gunicorn.conf.py sets up, wipes at master start and in which
@@ -53,7 +53,7 @@ bp = Blueprint("metrics", __name__)
 METRICS_PATH = "/metrics"
 # The lock file gunicorn.conf.py takes while it folds a dead worker's files into the archive.
 METRICS_LOCK = "compaction.lock"
-# Prometheus text format 0.0.4 (contract §9), whatever the library's newest default is.
+# Prometheus text format 0.0.4 (docs/operations.md), whatever the library's newest default is.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ROUTE_KEY = "registry.route"
 UNMATCHED = "unmatched"
@@ -297,7 +297,8 @@ class ServiceCollector(Collector):
             return
         yield GaugeMetricFamily(
             "registry_generation",
-            "The generation answering requests that name none (contract §7).",
+            "The generation answering requests that name none (docs/api.md, Generations and"
+            " conditional requests).",
             value=live.generation,
         )
         yield GaugeMetricFamily(
@@ -311,7 +312,7 @@ class ServiceCollector(Collector):
         changes = GaugeMetricFamily(
             "registry_generation_changes",
             "Origins the live generation added, removed and changed against its previous"
-            " generation (contract §10), by kind.",
+            " generation (docs/api.md, Changes between generations), by kind.",
             labels=("kind",),
         )
         for kind, count in live.changes.items():
@@ -320,21 +321,22 @@ class ServiceCollector(Collector):
 
 
 def _change_set_series(live: LiveGeneration) -> Iterator[Metric]:
-    """The change sets kept (contract 12) and their bytes; none when no change set is kept."""
+    """The change sets kept (docs/api.md, Changes since any generation) and their bytes; none when
+    no change set is kept."""
     kept = live.change_sets
     if kept is None:
         return
     yield GaugeMetricFamily(
         "registry_change_sets_kept",
         "Generations whose change set is kept, so /registry/changes?since= can answer from"
-        " them (contract §12).",
+        " them (docs/api.md, Changes since any generation).",
         value=kept.count,
     )
     if kept.oldest_since is not None:
         yield GaugeMetricFamily(
             "registry_change_sets_oldest_since",
-            "The oldest generation a consumer may give as since= (contract §12): an older one"
-            " is answered 410.",
+            "The oldest generation a consumer may give as since= (docs/api.md, Changes since any"
+            " generation): an older one is answered 410.",
             value=kept.oldest_since,
         )
     if kept.size_bytes is not None:

@@ -65,8 +65,8 @@ def _operation(
 ) -> dict[str, Any]:
     """One GET operation with its 200 and every error status it can answer.
 
-    generational: answered from a generation (contract 7): generation headers, 304, and on
-    /registry the `generation` parameter's 404 and 410.
+    generational: answered from a generation (docs/api.md, Generations and conditional requests):
+    generation headers, 304, and on /registry the `generation` parameter's 404 and 410.
     """
     if generational:
         ok = {**ok, "headers": {**ok.get("headers", {}), **GENERATION_HEADERS}}
@@ -209,7 +209,7 @@ def build_openapi_document() -> dict[str, Any]:
                 ),
                 "required": False,
             },
-            # Contract 11: only an export has one.
+            # docs/export.md, Capacity: only an export has one.
             "Registry-Total": {
                 **header(
                     "with every NDJSON or CSV export, and only there: the number of rows that "

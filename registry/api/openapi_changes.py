@@ -1,5 +1,6 @@
-"""/openapi.json: GET /registry/changes and GET /registry/generations (contracts 10 and 12).
-`registry.api.openapi` calls `add_change_paths` with its own operation builder."""
+"""/openapi.json: GET /registry/changes and GET /registry/generations (docs/api.md, Changes between
+generations and The generation list). `registry.api.openapi` calls `add_change_paths` with its own
+operation builder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from registry.api.openapi_components import CHANGE_EXPORT_CONTENT, header, json_
 from schemas.changes import BLOCKS, KINDS, ChangeListQuerySchema
 
 # kind and block as one exploded object (?kind=changed&block=bans), so that the document can
-# say what a list of parameters cannot: block only with kind=changed or no kind (contract 10).
+# say what a list of parameters cannot: block only with kind=changed or no kind (docs/api.md,
+# Changes between generations).
 CHANGE_FILTERS = {
     "in": "query",
     "name": "filters",
@@ -39,13 +41,15 @@ CHANGE_FILTERS = {
 def add_change_paths(
     spec: APISpec, operation: Callable[..., dict[str, Any]], pinned: dict[str, Any]
 ) -> None:
-    """GET /registry/changes and GET /registry/generations (contracts 10 and 12), built with
-    operation (the document's operation builder); pinned is the generation parameter."""
+    """GET /registry/changes and GET /registry/generations (docs/api.md, Changes between generations
+    and The generation list), built with operation (the document's operation builder); pinned is the
+    generation parameter."""
     changes = json_body_response(
         "ChangeList",
         "one page of the changes that produced the generation, by origin id, or with since=m "
-        "of the net changes from generation m to it (contract 12); counts are the whole "
-        "generation's (the net changes' with since), page.total the filtered count",
+        "of the net changes from generation m to it (docs/api.md, Changes since any generation); "
+        "counts are the whole generation's (the net changes' with since), page.total the "
+        "filtered count",
         {
             "Link": {
                 **header(

@@ -130,7 +130,7 @@ RESPONSES = {
     ),
 }
 
-# The listing's export representations (contract 8), chosen with Accept.
+# The listing's export representations (docs/export.md), chosen with Accept.
 EXPORT_CONTENT = {
     "application/x-ndjson": {
         "schema": {
@@ -156,7 +156,8 @@ EXPORT_CONTENT = {
     },
 }
 
-# Contract 7: what every answer read from the graph carries, 200 and 304 alike.
+# docs/api.md, Generations and conditional requests: what every answer read from the graph carries,
+# 200 and 304 alike.
 GENERATION_HEADERS = {
     "Registry-Generation": header(
         "the generation (committed load) this answer came from; pass it as `generation` to "
@@ -254,7 +255,8 @@ LISTING_FILTERS = OriginListQuerySchema(exclude=FACET_PARAMETERS)
 _FACET_NAME = "|".join(FACET_NAMES)
 # facet and facet_size as one exploded object (?facet=a,b&facet_size=3), as CHANGE_FILTERS
 # does for kind and block: a list of parameters cannot say that facet_size needs facet
-# (contract 13). facet is its comma-separated list (form style, not exploded), each name once.
+# (docs/api.md, Facets and ids). facet is its comma-separated list (form style, not exploded), each
+# name once.
 FACET_OPTIONS = {
     "in": "query",
     "name": "facet_options",

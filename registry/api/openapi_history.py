@@ -1,5 +1,6 @@
-"""/openapi.json: GET /registry/origins/{originId}/history (contract 12), its components and
-its answers. `registry.api.openapi` calls `add_history_path` with its own operation builder."""
+"""/openapi.json: GET /registry/origins/{originId}/history (docs/api.md, An origin's history), its
+components and its answers. `registry.api.openapi` calls `add_history_path` with its own operation
+builder."""
 
 from __future__ import annotations
 

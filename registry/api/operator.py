@@ -49,7 +49,7 @@ def shown(text: str) -> str:
 
 def origin_uuid(origin_id: str) -> str | None:
     """The lower-case uuid of a path's originId (svc:origin:<uuid> or the bare uuid); None
-    for a malformed one, which names no origin (a 404, contract 5)."""
+    for a malformed one, which names no origin (a 404, docs/api.md, Errors)."""
     match = _ORIGIN_ID.fullmatch(origin_id)
     return match.group(2).lower() if match is not None else None
 
@@ -78,7 +78,7 @@ def registry_summary() -> Response:
 def list_origins() -> Response:
     """GET /registry/origins: one page of origins in address order, filters ANDed.
 
-    With Accept asking for NDJSON or CSV: every matching origin, streamed (contract 8).
+    With Accept asking for NDJSON or CSV: every matching origin, streamed (docs/export.md).
     """
     representation = negotiated_type()
     if representation is None:

@@ -1,4 +1,4 @@
-"""Origins as CSV rows (contract 8): RFC 4180, UTF-8, CRLF, a header row, safe in spreadsheets.
+"""Origins as CSV rows (docs/export.md): RFC 4180, UTF-8, CRLF, a header row, safe in spreadsheets.
 
 The rows are built once per load, in SQL (sql/load/build_origin_csv.sql, table origin_csv),
 from the tables each Origin record is assembled from; an export streams them as stored, as

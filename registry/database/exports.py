@@ -4,7 +4,7 @@ An export is one read-only REPEATABLE READ transaction holding one server-side c
 the same access paths as the listing (one SQL file each, without page and total). The
 caller fetches batches as it writes them and ends the export when it is done or the client
 has gone; nothing is held in memory beyond one batch. The number of rows it will send
-(contract §11, `Registry-Total`) is the listing's total, read in the same snapshot.
+(docs/export.md, Capacity, `Registry-Total`) is the listing's total, read in the same snapshot.
 
 The transaction may wait on a slow client for as long as the client keeps reading, so it
 is exempt from idle_in_transaction_session_timeout (exports/set_export_settings.sql); the

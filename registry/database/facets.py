@@ -1,4 +1,5 @@
-"""Facets of a listing (contract 13): counts per value over every origin its filters match.
+"""Facets of a listing (docs/api.md, Facets and ids): counts per value over every origin its filters
+match.
 
 Counts are read, not counted, wherever the load kept them: per flag combination over the
 whole graph (combo_counts), per network or station (network_combo_counts,
@@ -238,7 +239,7 @@ def _facet(name: str, counted: Counted, size: int) -> dict[str, Any]:
 
 
 def _flag_values(name: str, sums: list[tuple[int, int]]) -> list[dict[str, Any]]:
-    """Every value of a flag facet, in the contract's order, summed over the combinations."""
+    """Every value of a flag facet, in the documented order, summed over the combinations."""
 
     def total(test: Any) -> int:
         return sum(n for combo, n in sums if test(combo))

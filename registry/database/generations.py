@@ -1,4 +1,5 @@
-"""Generations (contract 7): which schema holds generation n, and reads pinned to one.
+"""Generations (docs/api.md, Generations and conditional requests): which schema holds generation n,
+and reads pinned to one.
 
 The newest generation lives in schema `graph`, so an unpinned read is one statement on
 `graph.` exactly as before generations; a load renames the graph it replaces `graph_g<n>`

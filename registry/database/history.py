@@ -1,4 +1,4 @@
-"""An origin's history through the kept change sets (contract 12).
+"""An origin's history through the kept change sets (docs/api.md, An origin's history).
 
 One statement (sql/origins/get_origin_history.sql) reads, for one origin id, every kept change
 set up to the generation asked for that names it, and its record in that generation's graph.

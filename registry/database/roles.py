@@ -142,7 +142,8 @@ def create_reader_role(conn: psycopg.Connection, role: str, password: str | None
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA graph TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON registry_meta.schema_migrations TO {}").format(name))
         conn.execute(sql.SQL("GRANT SELECT ON registry_meta.generations TO {}").format(name))
-        # The kept change sets and the net changes built from them (contract 12).
+        # The kept change sets and the net changes built from them (docs/api.md, Changes since any
+        # generation).
         conn.execute(
             sql.SQL(
                 "GRANT SELECT ON registry_meta.change_log, registry_meta.net_changes, "

@@ -26,10 +26,11 @@ class LiveGeneration:
 
     generation: int
     loaded_at: datetime
-    # Origins added, removed and changed against its previous generation (contract 10);
-    # None when the generation was loaded before change sets were recorded.
+    # Origins added, removed and changed against its previous generation (docs/api.md, Changes
+    # between generations); None when the generation was loaded before change sets were recorded.
     changes: dict[str, int] | None = None
-    # The change sets kept (contract 12); None when none is, or not recorded.
+    # The change sets kept (docs/api.md, Changes since any generation); None when none is, or not
+    # recorded.
     change_sets: KeptChangeSets | None = None
 
 
@@ -42,7 +43,8 @@ class GenerationStatus:
     origins: int
     size_bytes: int | None
     live: bool
-    # The change set against the previous generation (contract 10); None: not recorded.
+    # The change set against the previous generation (docs/api.md, Changes between generations);
+    # None: not recorded.
     previous: int | None = None
     changes: dict[str, int] | None = None
     # Its digest (registry.digest); None: loaded before digests, or a database not upgraded.
@@ -51,7 +53,8 @@ class GenerationStatus:
 
 @dataclass(frozen=True)
 class KeptChangeSets:
-    """The change sets kept (contract 12): how many, the oldest since, and their disk use."""
+    """The change sets kept (docs/api.md, Changes since any generation): how many, the oldest since,
+    and their disk use."""
 
     count: int
     oldest_since: int | None

@@ -1,4 +1,5 @@
-"""The change set of a load (contract 10): what it adds, removes and changes, and the guards.
+"""The change set of a load (docs/loading.md, Dry run and guards): what it adds, removes and
+changes, and the guards.
 
 The set is computed in SQL while the load's transaction still holds graph_next beside the live
 graph (sql/load/build_changes.sql): a hash of each stored record (made as the records are
@@ -7,9 +8,10 @@ the records that differ decoded, to name their blocks. It is stored in graph_nex
 (changes, change_blocks, change_counts), so it is published with the generation and dropped
 with it; the counts also go to registry_meta.generations (record_generation.sql).
 
-The guards (contract 10) refuse a load that would wipe the registry by mistake, before it
-commits: a document with no origin, unless allowed; and, with REGISTRY_MAX_REMOVED_PERCENT,
-one that removes more than that share of the current generation's origins, unless forced.
+The guards (docs/loading.md, Dry run and guards) refuse a load that would wipe the registry by
+mistake, before it commits: a document with no origin, unless allowed; and, with
+REGISTRY_MAX_REMOVED_PERCENT, one that removes more than that share of the current generation's
+origins, unless forced.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ FIRST_IDS = 10
 
 
 class LoadRefused(Exception):
-    """A guard refused the load (contract 10); nothing was changed. str() is the line."""
+    """A guard refused the load (docs/loading.md, Dry run and guards); nothing was changed. str() is
+    the line."""
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,8 @@ def build_change_set(conn: psycopg.Connection, first_ids: int = 0) -> ChangeSet:
 def check_not_empty(
     conn: psycopg.Connection, counts: dict[str, int], lines: int, allow_empty: bool
 ) -> None:
-    """Refuse a document with no origin record unless allow_empty (contract 10); the line
-    gives the document's counts and the origins the live generation would lose."""
+    """Refuse a document with no origin record unless allow_empty (docs/loading.md, Dry run and
+    guards); the line gives the document's counts and the origins the live generation would lose."""
     if counts.get("origin", 0) or allow_empty:
         return
     held = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no records"

@@ -10,8 +10,8 @@ bytes when the size is known), `copy` (the spooled rows sent with COPY: bytes), 
 whole-document rules: unique ids, references), `read model` (the rows and documents every
 request reads; the documents' render starts here and runs on in worker processes), `indexes`
 (the read and search indexes, then the rendered documents copied in and indexed), `change set`
-(the change set against the live graph, contract 10; a dry run ends here) and `publish`
-(grants, statistics, the swap and the commit, then clearing out the replaced graph).
+(the change set against the live graph, docs/loading.md, Dry run and guards; a dry run ends here)
+and `publish` (grants, statistics, the swap and the commit, then clearing out the replaced graph).
 """
 
 from __future__ import annotations

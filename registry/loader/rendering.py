@@ -2,7 +2,7 @@
 
 The load streams each origin's fields in position order (sql/load/copy_origin_sources.sql)
 and its presentations in the same order (copy_presentation_sources.sql) to two files (COPY
-text). Here each record (the spec's Origin) is assembled from them and dumped through
+text). Here each record (the Origin record) is assembled from them and dumped through
 OriginSchema (compiled: schemas/compiled.py), and kept as JSON text in graph.origin_docs, so
 a request sends stored JSON instead of rebuilding it.
 

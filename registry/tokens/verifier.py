@@ -1,4 +1,5 @@
-"""Token verification (contract §6): find the token, check it with the configured keys, judge roles.
+"""Token verification (docs/authentication.md): find the token, check it with the configured keys,
+judge roles.
 
 Keys and algorithms come from configuration only: the token chooses neither. No Flask here:
 the request hook (registry.api.admin_token) feeds it headers and turns its verdict into answers.
@@ -57,7 +58,8 @@ class FoundToken(NamedTuple):
 
 
 def find_token(authorization: Sequence[str], cookies: Sequence[str]) -> FoundToken:
-    """Contract §6: a present Authorization header decides alone; only without it, the cookie."""
+    """docs/authentication.md: a present Authorization header decides alone; only without it, the
+    cookie."""
     # "Presented" (whether a 401 says error="invalid_token") means a non-blank Authorization
     # header, or, without that header, a non-blank access_token cookie.
     if authorization:
@@ -273,7 +275,8 @@ class TokenVerifier:
 def _default_algorithms(
     secret: bytes | None, public_key: PublicKey | None, jwks: JwksKeySet | None
 ) -> tuple[str, ...]:
-    """Contract §1: HS256 with a secret, RS256,ES256 with a public key (those it fits) or JWKS."""
+    """docs/authentication.md, Verifying: HS256 with a secret, RS256,ES256 with a public key (those
+    it fits) or JWKS."""
     algorithms: list[str] = ["HS256"] if secret is not None else []
     if public_key is not None:
         fitting = [name for name in ASYMMETRIC_DEFAULTS if key_fits(name, public_key)]

@@ -1,7 +1,8 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, the total
 -- of its changes, and the page (changes offset+1 .. offset+limit by origin id: one JSON array
--- text), with the generation's previous and whole-generation counts (contract 10). A page is
--- a range of the primary key of changes, so the last page costs what the first does.
+-- text), with the generation's previous and whole-generation counts (docs/api.md, Changes between
+-- generations). A page is a range of the primary key of changes, so the last page costs what the
+-- first does.
 SELECT i.generation,
        i.committed_at,
        i.digest,

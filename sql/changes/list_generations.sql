@@ -1,9 +1,9 @@
 -- Returns, for the graph in schema {graph} (the newest generation, or the one a request
 -- pins), its stamp (generation, commit time, digest), then every generation up to it whose change set or
--- graph is still kept, newest first (contract 12), with its previous, commit time, origins
--- and change counts (NULL for a generation loaded before change sets were recorded), its
--- digest (NULL for one loaded before digests whose graph went before an upgrade), whether
--- its graph is kept (readable), the oldest since, and the last moment a drop changed this
+-- graph is still kept, newest first (docs/api.md, Changes since any generation), with its previous,
+-- commit time, origins and change counts (NULL for a generation loaded before change sets were
+-- recorded), its digest (NULL for one loaded before digests whose graph went before an upgrade),
+-- whether its graph is kept (readable), the oldest since, and the last moment a drop changed this
 -- list (NULL if none did): the answer's validators follow it. registry_meta.generations is
 -- tiny (one row per load).
 SELECT i.generation AS current, i.committed_at AS current_committed_at,

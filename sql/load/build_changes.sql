@@ -1,9 +1,9 @@
 -- The change set of the graph being built (graph_next) against the live one (graph, the
--- previous generation), contract 10: one row per origin added, removed or changed, numbered
--- by origin id. Records are compared as the API answers them, by the content hash of each
--- stored record (origin_doc_hashes: build_doc_hashes.sql), in one full join on the origin id;
--- only the records whose hashes differ are decoded (jsonb), to name the top-level blocks that
--- differ. before is the previous record, kept here so that the change set outlives the
+-- previous generation), docs/api.md, Changes between generations: one row per origin added, removed
+-- or changed, numbered by origin id. Records are compared as the API answers them, by the content
+-- hash of each stored record (origin_doc_hashes: build_doc_hashes.sql), in one full join on the
+-- origin id; only the records whose hashes differ are decoded (jsonb), to name the top-level blocks
+-- that differ. before is the previous record, kept here so that the change set outlives the
 -- previous generation; after is read from this generation's origin_docs by after_pos. name
 -- and address (for CSV) are those of after, or of before for a removed origin.
 -- The origins whose hashes differ go to a temporary table first, with statistics: usually a

@@ -22,8 +22,8 @@ FROM origin_rows GROUP BY 1, 2;
 
 CREATE INDEX block_combo_counts_idx ON block_combo_counts (combo, block) INCLUDE (n);
 
--- Exact counts for the listing's facets (contract 13), so that a facet is read, not counted
--- at request time. A generation built before these were added has none of them: the
+-- Exact counts for the listing's facets (docs/api.md, Facets and ids), so that a facet is read, not
+-- counted at request time. A generation built before these were added has none of them: the
 -- service then counts its origin_rows instead (registry/database/facets.py; which one a
 -- generation is, origins/facet_counts_exist.sql asks).
 --

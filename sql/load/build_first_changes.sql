@@ -1,5 +1,6 @@
 -- The change set of the first generation of a database (no previous one): every origin is
--- added (contract 10), numbered by origin id. The same columns as build_changes.sql.
+-- added (docs/api.md, Changes between generations), numbered by origin id. The same columns as
+-- build_changes.sql.
 CREATE TABLE changes AS
 SELECT (row_number() OVER (ORDER BY r.id))::integer AS pos,
        (row_number() OVER (ORDER BY r.id))::integer AS kind_pos,

@@ -1,4 +1,4 @@
--- Each origin's CSV row (contract 8) as the export sends it, keyed by pos: the fields of its
+-- Each origin's CSV row (docs/export.md) as the export sends it, keyed by pos: the fields of its
 -- record, each written as Python's csv module writes it (RFC 4180: a field is quoted only when
 -- it holds a comma, a quote, CR or LF, its quotes doubled), comma-separated, ending in CRLF.
 -- A CSV export then streams stored lines, as the NDJSON export streams stored records.

@@ -1,4 +1,4 @@
--- The read model's narrow table: one row per origin with its place in contract order
+-- The read model's narrow table: one row per origin with its place in listing order
 -- (pos: by allocated address as numbers, unallocated last, ties by origin id) and every
 -- flag the listing filters on. transports is a bit set of the transports the origin has a
 -- resolved presentation on (iptv 1, ovp 2, ota 4, fast 8); 0 means no presentation.

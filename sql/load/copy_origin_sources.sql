@@ -1,5 +1,5 @@
 -- Each origin's fields, flat, streamed in position order to the loader, whose render workers
--- assemble each record (the spec's Origin) in Python, with its presentations
+-- assemble each record (the Origin record) in Python, with its presentations
 -- (copy_presentation_sources.sql), and dump it through OriginSchema into origin_docs
 -- (registry/loader/rendering.py). Building the JSON here was one core's work for most of a
 -- large load; the workers share it out over every core.

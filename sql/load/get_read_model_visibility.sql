@@ -1,7 +1,7 @@
 -- Returns the pages of the read model of the generation in schema %(schema)s and how many of
 -- them are all-visible, as the last VACUUM of each table counted them (pg_class): its four
--- tables, and the net changes of every kept generation (registry_meta, contract 12); no row
--- when the schema no longer exists.
+-- tables, and the net changes of every kept generation (registry_meta, docs/api.md, Changes since
+-- any generation); no row when the schema no longer exists.
 SELECT coalesce(sum(c.relpages), 0)::bigint AS pages,
        coalesce(sum(least(c.relallvisible, c.relpages)), 0)::bigint AS all_visible
 FROM pg_namespace AS n

@@ -1,9 +1,9 @@
--- Indexes the change set (build_changes.sql, build_first_changes.sql) for paging (contract
--- 10: ordered by origin id, which as a uuid sorts as its text does): pos over all changes,
--- kind_pos within its kind, and change_blocks, one
--- row per changed origin and block that differs, numbered within the block. A page of any
--- filter is then a range of one index, so the last page costs what the first does. The
--- counts per kind and per block are kept in change_counts (block '' for a kind's own count).
+-- Indexes the change set (build_changes.sql, build_first_changes.sql) for paging (docs/api.md,
+-- Changes between generations: ordered by origin id, which as a uuid sorts as its text does): pos
+-- over all changes, kind_pos within its kind, and change_blocks, one row per changed origin and
+-- block that differs, numbered within the block. A page of any filter is then a range of one index,
+-- so the last page costs what the first does. The counts per kind and per block are kept in
+-- change_counts (block '' for a kind's own count).
 ALTER TABLE changes ADD PRIMARY KEY (pos);
 CREATE UNIQUE INDEX changes_kind_idx ON changes (kind, kind_pos);
 CREATE TABLE change_blocks AS
@@ -17,10 +17,10 @@ CREATE TABLE change_counts AS
 SELECT kind, '' AS block, count(*)::bigint AS n FROM changes GROUP BY kind
 UNION ALL
 SELECT 'changed', block, count(*)::bigint FROM change_blocks GROUP BY block;
--- Each change as the API sends it (contract 10): line, the JSON object of changes[] and of
--- an NDJSON export, built from the stored records without decoding them; csv_line, its CSV
--- row (id, kind, blocks, name, address) written as Python's csv module writes it, the name
--- with the spreadsheet guard of build_origin_csv.sql. A view, so that every listing and
+-- Each change as the API sends it (docs/api.md, Changes between generations): line, the JSON object
+-- of changes[] and of an NDJSON export, built from the stored records without decoding them;
+-- csv_line, its CSV row (id, kind, blocks, name, address) written as Python's csv module writes it,
+-- the name with the spreadsheet guard of build_origin_csv.sql. A view, so that every listing and
 -- export reads one definition and the planner still walks the index each one needs.
 CREATE VIEW change_lines AS
 SELECT c.pos, c.kind, c.kind_pos, c.id,

@@ -1,9 +1,10 @@
--- Copies the change set of the generation just numbered (graph_next.changes, contract 10)
--- into registry_meta.change_log, where it outlives the generation's graph (contract 12): the
--- records before and after as the API answers them, their hashes, the hashes of their four
--- top-level blocks (origin, governance, bans, presentations) and each side's name and
--- address. Only the changes are decoded, never the graph; a database's first change set (every
--- origin added, which no net change compares) gets no block hashes, so its cost is a copy.
+-- Copies the change set of the generation just numbered (graph_next.changes, docs/api.md, Changes
+-- between generations) into registry_meta.change_log, where it outlives the generation's graph
+-- (docs/api.md, Changes since any generation): the records before and after as the API answers
+-- them, their hashes, the hashes of their four top-level blocks (origin, governance, bans,
+-- presentations) and each side's name and address. Only the changes are decoded, never the graph; a
+-- database's first change set (every origin added, which no net change compares) gets no block
+-- hashes, so its cost is a copy.
 INSERT INTO registry_meta.change_log
     (generation, id, kind, blocks, before, after, before_hash, after_hash, before_blocks,
      after_blocks, before_name, before_address, after_name, after_address)

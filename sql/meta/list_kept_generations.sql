@@ -1,7 +1,8 @@
 -- Returns every generation still kept, newest first: its number, commit time, origins, disk
--- use (measured after its load), previous, change counts (contract 10) and digest. The change
--- columns are read through to_jsonb so that `registry status` still reads a database whose
--- migrations predate them (NULL then). registry_meta.generations is tiny; no index needed.
+-- use (measured after its load), previous, change counts (docs/api.md, Changes between generations)
+-- and digest. The change columns are read through to_jsonb so that `registry status` still reads a
+-- database whose migrations predate them (NULL then). registry_meta.generations is tiny; no index
+-- needed.
 SELECT generation, committed_at, origins, size_bytes,
        (to_jsonb(g) ->> 'previous')::bigint AS previous,
        (to_jsonb(g) ->> 'added')::bigint AS added,

@@ -1,7 +1,7 @@
--- Generations (contract 7): every committed load gets the next number of a sequence, and
--- registry_meta.generations remembers each one, kept or dropped, so that a pinned read can
--- tell "no longer kept" (410) from "never produced" (400). Numbers taken by a load that
--- failed leave gaps: those generations were never produced.
+-- Generations (docs/api.md, Generations and conditional requests): every committed load gets the
+-- next number of a sequence, and registry_meta.generations remembers each one, kept or dropped, so
+-- that a pinned read can tell "no longer kept" (410) from "never produced" (400). Numbers taken by
+-- a load that failed leave gaps: those generations were never produced.
 CREATE SEQUENCE registry_meta.generation_seq AS bigint MINVALUE 1;
 
 CREATE TABLE registry_meta.generations (

@@ -1,6 +1,6 @@
--- Changes between generations (contract 10): each generation remembers the generation it
--- was compared with (previous, NULL for the first) and how many origins it added, removed
--- and changed. Generations produced before this migration have no change set: NULLs.
+-- Changes between generations (docs/api.md, Changes between generations): each generation remembers
+-- the generation it was compared with (previous, NULL for the first) and how many origins it added,
+-- removed and changed. Generations produced before this migration have no change set: NULLs.
 ALTER TABLE registry_meta.generations
     ADD COLUMN previous bigint,
     ADD COLUMN added    bigint,

@@ -1,6 +1,6 @@
--- The net changes of (m, n) as ranges of an index for the sinces consumers ask most (contract
--- 12), and a load that builds them from the previous generation's instead of from every kept
--- change set.
+-- The net changes of (m, n) as ranges of an index for the sinces consumers ask most (docs/api.md,
+-- Changes since any generation), and a load that builds them from the previous generation's instead
+-- of from every kept change set.
 --
 -- A row of generation n answers for every since m with lo <= m < until, and lo is never below
 -- n's oldest since s (the load builds it so, retention keeps it so: drop_change_set.sql). So

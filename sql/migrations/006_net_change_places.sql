@@ -1,10 +1,10 @@
--- Every page of the net changes since the oldest since costs what the first does (contract
--- 12): the rows of since s (lo = s, migration 005) carry their place in id order (pos), so a
--- page is a range of net_changes_pos_idx, not a walk of the range of net_changes_lo_idx from
--- its start (the last page of 10,900 net changes skipped 10,850 rows). The load numbers them
--- as it builds them; retention, which raises the oldest since, numbers them again
--- (sql/load/drop_change_set.sql). Only the rows of since s are numbered: since n - 1 and the
--- other sinces page as before.
+-- Every page of the net changes since the oldest since costs what the first does (docs/api.md,
+-- Changes since any generation): the rows of since s (lo = s, migration 005) carry their place in
+-- id order (pos), so a page is a range of net_changes_pos_idx, not a walk of the range of
+-- net_changes_lo_idx from its start (the last page of 10,900 net changes skipped 10,850 rows). The
+-- load numbers them as it builds them; retention, which raises the oldest since, numbers them again
+-- (sql/load/drop_change_set.sql). Only the rows of since s are numbered: since n - 1 and the other
+-- sinces page as before.
 ALTER TABLE registry_meta.net_changes ADD COLUMN pos bigint;
 
 CREATE INDEX net_changes_pos_idx ON registry_meta.net_changes (generation, pos)

@@ -5,7 +5,7 @@
 -- touched a leaf page of it per line. Within (generation, id) the entries of one change
 -- set are adjacent, in the order the lines are read. At 1,000,000 origins after 10 twins,
 -- the statements of the export since the oldest since went from x1.07 to x1.10 of the
--- contract 10 export per line to x0.88 to x0.92, and through the service (best of 12) from
+-- /registry/changes export per line to x0.88 to x0.92, and through the service (best of 12) from
 -- x1.17 to x0.99 (docs/performance.md). The index on generation alone (retention's and
 -- the change bytes' reads of one change set) is this one's leading column: it goes.
 DROP INDEX IF EXISTS registry_meta.change_log_generation_idx;

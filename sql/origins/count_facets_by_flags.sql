@@ -1,6 +1,6 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a listing filtered on flags only (governance, allocation,
--- publication, transport, presentations: the flag combinations `combos`), read from the
+-- facet counts (docs/api.md, Facets and ids) of a listing filtered on flags only (governance,
+-- allocation, publication, transport, presentations: the flag combinations `combos`), read from the
 -- counts the load built, as count_facets_of_all.sql returns them: combos from combo_counts;
 -- networks and stations ranked at load under the key of these filter values
 -- (network_facet_tops, station_facet_tops). known says whether this generation ranked that

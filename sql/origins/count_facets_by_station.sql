@@ -1,6 +1,6 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a listing of one station, optionally narrowed by flag
--- combinations (null: any), as count_facets_of_all.sql returns them, summed from the
+-- facet counts (docs/api.md, Facets and ids) of a listing of one station, optionally narrowed by
+-- flag combinations (null: any), as count_facets_of_all.sql returns them, summed from the
 -- station's rows of facet_combo_counts (a row per network and combination, read through
 -- facet_combo_counts_station_idx).
 WITH groups AS MATERIALIZED (

@@ -1,9 +1,9 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a listing with no filter, read from the counts the load built:
--- combos, [[combo, n], ...] for the flag facets (combo_counts); networks, the network_id
--- facet's first `size` values [[network_id, name, n], ...] in facet order (network_facet_tops
--- under the key of no flag filter, through network_facet_tops_idx, each name by the key of
--- networks); stations, the station_id facet's first `size` values
+-- facet counts (docs/api.md, Facets and ids) of a listing with no filter, read from the counts the
+-- load built: combos, [[combo, n], ...] for the flag facets (combo_counts); networks, the
+-- network_id facet's first `size` values [[network_id, name, n], ...] in facet order
+-- (network_facet_tops under the key of no flag filter, through network_facet_tops_idx, each name by
+-- the key of networks); stations, the station_id facet's first `size` values
 -- [[station, n], ...] in facet order (station_facet_tops under the same key, through
 -- station_facet_tops_idx). networks and stations are null unless asked for.
 -- The set of ranked values these filter values share, looked up once (facet_keys_pkey).

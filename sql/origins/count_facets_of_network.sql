@@ -1,5 +1,5 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a listing of one network with no other filter, as
+-- facet counts (docs/api.md, Facets and ids) of a listing of one network with no other filter, as
 -- count_facets_of_all.sql returns them, read from what the load kept per network: combos
 -- from the network's rows of network_combo_counts (network_combo_counts_idx); networks, the
 -- network itself with every origin of it (none: no value); stations ranked at load

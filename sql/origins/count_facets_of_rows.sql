@@ -1,6 +1,6 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of the origins among `ids` (uuids; null: every origin) that
--- pass the other filters (null: not given), as count_facets_of_all.sql returns them, counted
+-- facet counts (docs/api.md, Facets and ids) of the origins among `ids` (uuids; null: every origin)
+-- that pass the other filters (null: not given), as count_facets_of_all.sql returns them, counted
 -- from origin_rows. With ids, at most 100 rows, found through origin_rows_id_key. Without
 -- them this counts every matching origin: it answers for a graph loaded before
 -- load/build_filter_counts.sql existed, which has no facet counts to read.

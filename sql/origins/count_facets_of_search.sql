@@ -1,6 +1,6 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a search, with any other filters (null: not given), as
--- count_facets_of_all.sql returns them. No count table knows a search's matches, so they
+-- facet counts (docs/api.md, Facets and ids) of a search, with any other filters (null: not given),
+-- as count_facets_of_all.sql returns them. No count table knows a search's matches, so they
 -- are counted: found as search_origins.sql finds them (origin_search, its trigram indexes
 -- where the server has pg_trgm, else one pass over it) and grouped by the station, network
 -- number and flag combination the load keeps beside each search key, so a frequent term

@@ -1,6 +1,6 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a search, with any other filters (null: not given), as
--- count_facets_of_all.sql returns them, for a graph whose origin_search holds only the
+-- facet counts (docs/api.md, Facets and ids) of a search, with any other filters (null: not given),
+-- as count_facets_of_all.sql returns them, for a graph whose origin_search holds only the
 -- search keys (loaded before count_facets_of_search.sql's columns were there). Its matches
 -- are found as search_origins.sql finds them (origin_search, its trigram indexes where the
 -- server has pg_trgm), each looked up in origin_rows by position and grouped: the same

@@ -1,5 +1,5 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph}, and the
--- facet counts (contract 13) of a listing of one station with no other filter, as
+-- facet counts (docs/api.md, Facets and ids) of a listing of one station with no other filter, as
 -- count_facets_of_all.sql returns them, read from what the load kept per station: combos
 -- from the station's rows of station_combo_counts (station_combo_counts_idx); networks
 -- ranked at load (station_network_tops, through station_network_tops_idx, each name by the

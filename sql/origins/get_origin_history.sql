@@ -1,6 +1,6 @@
--- Returns the history of one origin (contract 12) up to the graph in schema {graph}: one row
--- per kept change set of a generation up to that graph's that names the origin, newest first,
--- or one row with null change columns when none does. Every row carries the graph's
+-- Returns the history of one origin (docs/api.md, An origin's history) up to the graph in schema
+-- {graph}: one row per kept change set of a generation up to that graph's that names the origin,
+-- newest first, or one row with null change columns when none does. Every row carries the graph's
 -- stamp (generation, commit time, digest), the oldest since, and doc: the origin's record in that graph
 -- (JSON text, null when absent there), and when the newest change set dropped up to it
 -- was dropped (null: none). before and after are the records as the change set

@@ -1,5 +1,6 @@
-"""Graphs A, B and C for the changes tests (contract 10): B differs from A in known ways, one
-by one, and C from B by one rename. CHANGES_B says what B changed, origin by origin."""
+"""Graphs A, B and C for the changes tests (docs/api.md, Changes between generations): B differs
+from A in known ways, one by one, and C from B by one rename. CHANGES_B says what B changed, origin
+by origin."""
 
 from __future__ import annotations
 

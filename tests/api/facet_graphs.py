@@ -1,7 +1,7 @@
 """A wide graph for the facet tests: more than 101 networks and more than 101 stations, so
 that both the rankings the load keeps (the first 101 values of each, sql/load/
 build_filter_counts.sql) and the largest facet_size (100) cut real values (docs/api.md,
-"Facets and many ids in one request").
+"Facets and ids").
 
 About 310 origins, placed so that every ranking the load keeps has something to get wrong:
 

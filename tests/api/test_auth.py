@@ -1,4 +1,4 @@
-"""The admin token rules on /registry through the HTTP surface (contract §6, spec §5).
+"""The admin token rules on /registry through the HTTP surface (docs/authentication.md).
 
 Every endpoint, plus an unknown path and a bad parameter, against a table of token cases;
 then RS256, ES256 and JWKS end to end with real keys, and the database-stopped proof.

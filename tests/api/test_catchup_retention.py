@@ -1,4 +1,5 @@
-"""Retention of change sets and the answers of `since` at its edges (CONTRACT.md §5, §12).
+"""Retention of change sets and the answers of `since` at its edges (docs/api.md, Errors and Changes
+since any generation).
 
 Loads go through `registry load` with REGISTRY_KEEP_CHANGES=3 and REGISTRY_KEEP_GENERATIONS=2;
 after each one, every since the registry produced answers as the catching-up model says (200,

@@ -1,4 +1,5 @@
-"""GET /registry/changes and GET /registry/generations (contract 10, over 4, 5, 7 and 8).
+"""GET /registry/changes and GET /registry/generations (docs/api.md, Changes between generations
+and The generation list).
 
 Graph A is generation 1, graph B generation 2. B differs from A in known ways, one by one: a
 network renamed (the `origin` block of both origins under it), a governance edge flipped, an
@@ -39,7 +40,7 @@ Record = dict[str, Any]
 NDJSON = {"Accept": "application/x-ndjson"}
 CSV = {"Accept": "text/csv"}
 UTC_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)\Z")
-# The contract's CSV columns, spelled out here rather than taken from the service.
+# The documented CSV columns, spelled out here rather than taken from the service.
 CSV_HEADER = "id,kind,blocks,name,address"
 ENVELOPE = {"success", "generated_at", "generation", "previous", "since", "counts"}
 ENVELOPE |= {"filters_applied", "page", "changes"}
@@ -185,7 +186,8 @@ BAD = [
 
 @pytest.mark.parametrize(("query", "allowed"), BAD)
 def test_bad_parameters_are_400(settled: Registry, query: str, allowed: set[str]) -> None:
-    """The 400 of contract 5, naming the parameter (with kind, block or both for the pair)."""
+    """The 400 of docs/api.md, Errors, naming the parameter (with kind, block or both for the
+    pair)."""
     response = settled.get(f"/registry/changes?{query}")
     assert response.status_code == 400
     assert response.headers["Content-Type"] == "application/json"
@@ -289,7 +291,8 @@ def sweep(registry: Registry, url: str) -> tuple[list[str], set[str]]:
 
 
 def test_pages_and_links(settled: Registry) -> None:
-    """offset, returned and total as contract 4; Link first, next and last keep the filters."""
+    """offset, returned and total as docs/api.md, Listing origins; Link first, next and last keep
+    the filters."""
     third = body(settled, "/registry/changes?limit=3&page=3")
     assert third["page"] == {"page": 3, "limit": 3, "offset": 6, "returned": 2, "total": 8}
     assert [change["id"] for change in third["changes"]] == IDS_B[6:]
@@ -384,7 +387,7 @@ def test_exports_refuse_page_and_limit(settled: Registry, query: str, accept: di
 
 
 def test_accept_admitting_nothing_offered_is_406(settled: Registry) -> None:
-    """Neither JSON, NDJSON nor CSV: 406 with the body of contract 5."""
+    """Neither JSON, NDJSON nor CSV: 406 with the body of docs/api.md, Errors."""
     response = settled.get("/registry/changes", {"Accept": "text/html"})
     assert response.status_code == 406
     assert response.get_json() == {"success": False, "error": "Not Acceptable"}
@@ -406,7 +409,8 @@ def test_generations_lists_every_kept_one_newest_first(registry: Registry) -> No
         url = f"/registry/changes?generation={item['generation']}"
         pinned = registry.get(url)
         modified = parse_date(pinned.headers["Last-Modified"])  # its commit, too
-        # Last-Modified is the commit time in whole seconds (contract 7).
+        # Last-Modified is the commit time in whole seconds (docs/api.md, Generations and
+        # conditional requests).
         assert modified == at.replace(microsecond=0)
         assert item["digest"] == pinned.headers["Registry-Digest"]
     found = [
@@ -424,7 +428,8 @@ def test_generations_lists_every_kept_one_newest_first(registry: Registry) -> No
 
 
 def test_generations_takes_generation_as_every_registry_get(registry: Registry) -> None:
-    """Contract 7: every /registry GET takes generation=n; 410 once dropped, 404 if never made."""
+    """docs/api.md, Generations and conditional requests: every /registry GET takes generation=n;
+    410 once dropped, 404 if never made."""
     assert registry.load(document(GRAPH_C)) == 3
     kept = registry.get("/registry/generations?generation=2")
     assert (kept.status_code, kept.headers.get("Registry-Generation")) == (200, "2")

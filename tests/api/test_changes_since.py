@@ -1,11 +1,12 @@
-"""GET /registry/changes?since=m (contract 12): the net changes from m to the generation
-answered, checked against the records each kept generation answers by lookup; the 400, 404
-and 410 with their details; retention by REGISTRY_KEEP_CHANGES; an answer that turns into a
+"""GET /registry/changes?since=m (docs/api.md, Changes since any generation): the net changes from m
+to the generation answered, checked against the records each kept generation answers by lookup; the
+400, 404 and 410 with their details; retention by REGISTRY_KEEP_CHANGES; an answer that turns into a
 410 under the same validators is never a 304.
 
 Generations: 1 graph A, 2 graph B (A with eight origins changed, added or removed), 3 graph C
 (B with Golf renamed), 4 graph A again, 5 graph B again: so since 1 at 4 nets to nothing,
-since 2 at 4 undoes B, since 3 at 4 is generation 4's own change set (contract 10).
+since 2 at 4 undoes B, since 3 at 4 is generation 4's own change set (docs/api.md, Changes between
+generations).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def record(registry: Registry, origin_id: str, generation: int) -> Record | None
 
 def model(registry: Registry, since: int, generation: int) -> list[Record]:
     """The net changes from since to generation, worked out from the records each answers by
-    lookup (contract 12 read literally), by origin id."""
+    lookup (docs/api.md, Changes since any generation read literally), by origin id."""
     found = []
     for origin_id in ALL_IDS:
         before, after = record(registry, origin_id, since), record(registry, origin_id, generation)

@@ -1,4 +1,4 @@
-"""Every error case of the HTTP surface (contract 5): 400, 404, 405, HEAD, 500 and 503.
+"""Every error case of the HTTP surface (docs/api.md, Errors): 400, 404, 405, HEAD, 500 and 503.
 
 Every response also goes through the OpenAPI document and must be JSON (api_support).
 """
@@ -381,7 +381,7 @@ def exploding_api(
 def test_unexpected_error_is_500_without_internals(
     exploding_api: CheckedClient, url: str, caplog: pytest.LogCaptureFixture
 ):
-    """Anything unexpected: 500, the contract's body and nothing else; details go to the log."""
+    """Anything unexpected: 500, the documented body and nothing else; details go to the log."""
     response = exploding_api.get(url)
     assert response.status_code == 500
     assert response.get_json() == {"success": False, "error": "Internal Server Error"}
@@ -418,7 +418,7 @@ def unreachable_api(
 
 
 def assert_unavailable(response: Any, retry_after: str) -> None:
-    """503, the contract's body and a Retry-After header."""
+    """503, the documented body and a Retry-After header."""
     assert response.status_code == 503
     assert response.get_json() == {"success": False, "error": "Service Unavailable"}
     assert response.headers["Retry-After"] == retry_after

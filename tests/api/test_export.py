@@ -1,4 +1,4 @@
-"""GET /registry/origins as NDJSON and CSV (contract 8): negotiation, the rows, the stream's
+"""GET /registry/origins as NDJSON and CSV (docs/export.md): negotiation, the rows, the stream's
 connection, and one snapshot while a load commits."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def csv_records(response: Any) -> list[dict[str, str]]:
 
 
 def expected_csv(record: dict[str, Any]) -> dict[str, str]:
-    """The CSV fields contract 8 gives an Origin record, written out independently."""
+    """The CSV fields docs/export.md gives an Origin record, written out independently."""
 
     def text(value: Any) -> str:
         if value is None:
@@ -120,7 +120,7 @@ def test_ndjson_lines_are_the_listings_origins(client: Any, admin_headers: dict,
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_csv_rows_are_the_listings_origins(client: Any, admin_headers: dict, query: str):
-    """One row per origin of the listing, in order, each field as contract 8 says."""
+    """One row per origin of the listing, in order, each field as docs/export.md says."""
     response = client.get(f"/registry/origins?{query}", headers={**admin_headers, **CSV})
     assert response.status_code == 200
     assert response.headers["Content-Type"] == CSV_TYPE
@@ -160,7 +160,7 @@ def test_accept_chooses_the_representation(
 
 @pytest.mark.parametrize("accept", ["text/html", "image/png", "application/xml", "text/plain"])
 def test_accept_admitting_nothing_offered_is_406(api_admin: CheckedClient, accept: str):
-    """406 with the contract's JSON body."""
+    """406 with the documented JSON body."""
     response = api_admin.get("/registry/origins", headers={**api_admin.headers, "Accept": accept})
     assert response.status_code == 406
     assert response.get_json() == {"success": False, "error": "Not Acceptable"}

@@ -1,4 +1,5 @@
-"""Exports and generations (contracts 7 and 8): headers, 304, pinned exports, 410 and 400."""
+"""Exports and generations (docs/api.md, Generations and conditional requests; docs/export.md):
+headers, 304, pinned exports, 410 and 400."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""An export's slot (contract §11, registry/api/export_slots.py) is given back however the
-export ends, even when giving its connection back fails."""
+"""An export's slot (docs/export.md, Capacity, registry/api/export_slots.py) is given back however
+the export ends, even when giving its connection back fails."""
 
 from __future__ import annotations
 

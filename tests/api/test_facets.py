@@ -1,4 +1,5 @@
-"""GET /registry/origins with facet, facet_size and id (contract 13), on a purpose-built graph.
+"""GET /registry/origins with facet, facet_size and id (docs/api.md, Facets and ids), on a
+purpose-built graph.
 
 Ten origins whose networks and stations tie on purpose: ranked facets must order by count,
 then value (network ids in code-point order, stations as numbers), null last, and cut at
@@ -328,7 +329,8 @@ def assert_invalid(api: CheckedClient, query: str, name: str, headers=None) -> N
     ],
 )
 def test_bad_facet_and_id_name_their_parameter(api: CheckedClient, query: str, name: str):
-    """Every 400 of contract 13, on the JSON listing, names the parameter at fault."""
+    """Every 400 of docs/api.md, Facets and ids, on the JSON listing, names the parameter at
+    fault."""
     assert_invalid(api, query, name)
 
 

@@ -1,4 +1,5 @@
-"""Generations over HTTP (contract 7): headers on every answer, 304, pinned reads, 410, 404 and 400.
+"""Generations over HTTP (docs/api.md, Generations and conditional requests): headers on every
+answer, 304, pinned reads, 410, 404 and 400.
 
 Each test loads graphs of its own into a database of its own, so generation numbers are
 predictable within it.

@@ -1,7 +1,8 @@
-"""GET /registry/generations (contract 10, widened by 12): every generation whose change set
-is kept, newest first, each saying whether its graph still is (readable), the body's oldest
-since; and validators that change whenever the body does (a drop after the commit, or a
-pinned generation whose older ones were dropped, is never a 304 under the old ETag)."""
+"""GET /registry/generations (docs/api.md, The generation list): every
+generation whose change set is kept, newest first, each saying whether its graph still is
+(readable), the body's oldest since; and validators that change whenever the body does (a drop after
+the commit, or a pinned generation whose older ones were dropped, is never a 304 under the old
+ETag)."""
 
 from __future__ import annotations
 
@@ -53,10 +54,10 @@ def test_the_first_generation_lists_itself_as_its_oldest_since(
 
 
 def test_after_a_drop_an_answer_revalidates_with_its_own_last_modified(kept: Chain) -> None:
-    """Contract 7: an If-Modified-Since at or after Last-Modified gets 304. The list and a
-    history changed after generation 5's commit (its load dropped change set 1), so their
-    Last-Modified is that drop, not the commit: a client that sends back the Last-Modified it
-    was given gets 304 while nothing changes, never a 200 for ever."""
+    """docs/api.md, Generations and conditional requests: an If-Modified-Since at or after
+    Last-Modified gets 304. The list and a history changed after generation 5's commit (its load
+    dropped change set 1), so their Last-Modified is that drop, not the commit: a client that sends
+    back the Last-Modified it was given gets 304 while nothing changes, never a 200 for ever."""
     origin_id = body(kept, "/registry/origins?limit=1")["origins"][0]["origin"]["id"]
     # A Last-Modified is never later than the answer's Date (RFC 9110 8.8.2.1), and a quick
     # series of loads puts commit times (and the drops after them) ahead of the clock: wait

@@ -25,7 +25,7 @@ FAST_FAILURE = {"REGISTRY_POOL_TIMEOUT_S": 0.5, "REGISTRY_CONNECT_TIMEOUT_S": 1}
 
 
 def assert_not_ready(response: Any, reason_part: str) -> None:
-    """503 with Retry-After, the contract's error fields, and why."""
+    """503 with Retry-After, the documented error fields, and why."""
     assert response.status_code == 503
     assert response.headers["Content-Type"] == JSON
     assert response.headers["Retry-After"] == "2"

@@ -1,4 +1,5 @@
-"""GET /registry/origins/{originId}/history (contract 12, over 4.4, 5, 6 and 7).
+"""GET /registry/origins/{originId}/history (docs/api.md, An origin's history; its id, errors,
+token rules and generations as every /registry path's).
 
 Five loads, each a generation: origin 1 is renamed at 2 and again at 4 (changed twice),
 origin 2 is removed at 3 and comes back at 5 (removed, re-added), origin 3 never changes
@@ -107,7 +108,7 @@ def short(database_factory: Callable[[], str]) -> Iterator[Story]:
 
 
 def span(start: int | None, until: int | None, record: Record | None) -> Record:
-    """One version as the contract writes it."""
+    """One version as documented."""
     return {"from": start, "until": until, "origin": record}
 
 
@@ -301,7 +302,7 @@ def test_only_get_and_head(story: Story) -> None:
 def test_a_dropped_change_set_changes_the_validators(database_factory: Callable[[], str]) -> None:
     """History at 3 before and after the load of 4 drops change set 1 (three kept): the same
     generation, another answer, so neither the ETag nor the Last-Modified of before may get a
-    304 (contract 7: the same ETag means the same answer)."""
+    304 (docs/api.md, Generations and conditional requests: the same ETag means the same answer)."""
     from app import create_app
 
     conninfo = database_factory()

@@ -77,7 +77,7 @@ def contract_order(rows: list[Row]) -> list[Row]:
 
 
 def model(filters: dict[str, str]) -> list[str]:
-    """The keys of the origins a filter set selects, in contract order (search aside)."""
+    """The keys of the origins a filter set selects, in listing order (search aside)."""
 
     def keep(row: Row) -> bool:
         """Whether row passes every filter."""

@@ -224,10 +224,10 @@ def test_generation_changes_count_what_the_live_generation_changed(
 def test_kept_change_sets_are_counted_with_their_bytes(
     api_app_factory: Callable[..., Flask], database_factory: Callable[[], str]
 ):
-    """registry_change_sets_kept, _oldest_since and _bytes (contract 12): the first load keeps
-    its own change set (every origin added, since the first generation itself); four loads
-    with two change sets kept keep the last two, since the generation before them, and their
-    bytes follow their changes (30 origins each), not the graph (300)."""
+    """registry_change_sets_kept, _oldest_since and _bytes (docs/api.md, Changes since any
+    generation): the first load keeps its own change set (every origin added, since the first
+    generation itself); four loads with two change sets kept keep the last two, since the generation
+    before them, and their bytes follow their changes (30 origins each), not the graph (300)."""
     conninfo = database_factory()
     demo, twin = io.BytesIO(), io.BytesIO()
     write_demo_document(demo, origins=300, seed=5)

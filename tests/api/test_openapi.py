@@ -1,5 +1,5 @@
 """GET /openapi.json: a valid OpenAPI 3.1 document, generated from the marshmallow schemas,
-that says exactly what the spec's tables say; and the checker the other tests rely on."""
+that says exactly what the tables of docs/api.md say; and the checker the other tests rely on."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tests.api.api_support import CheckedClient, OpenApiConformance
 
 REQ, OPT = True, False
 
-# The spec's tables (2.1 to 2.6): field -> (type, required). A nullable field is always
-# present (contract 3), so it is required here even where the spec's column says no.
+# The tables of docs/api.md, Records and Summaries: field -> (type, required). A nullable field is
+# always present (docs/api.md, Records), so it is required here, and an optional one is not.
 SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     "IntegrationStatus": {
         "success": ("boolean", REQ),
@@ -98,12 +98,13 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
         "page": ("Page", REQ),
         "filters_applied": ("object", OPT),
         "origins": ("array of Origin", REQ),
-        # Contract 13: only with facet.
+        # docs/api.md, Facets and ids: only with facet.
         "facets": ("object", OPT),
     },
     "Page": dict.fromkeys(("page", "limit", "offset", "returned", "total"), ("integer", REQ)),
     "Error": {"success": ("boolean", REQ), "error": ("string", REQ)},
-    # Contract 5 and 11: an export past REGISTRY_MAX_EXPORTS adds a message naming the limit.
+    # docs/api.md, Errors; docs/export.md, Capacity: an export past REGISTRY_MAX_EXPORTS adds a
+    # message naming the limit.
     "ServiceUnavailable": {
         "success": ("boolean", REQ),
         "error": ("string", REQ),
@@ -116,13 +117,15 @@ SPEC_TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     },
     "Unauthorized": {"error": ("string", REQ)},
     "Forbidden": {"error": ("string", REQ), "message": ("string", OPT)},
-    # Contract 5 and 7: 410 for a generation no longer kept.
+    # docs/api.md, Errors and Generations and conditional requests: 410 for a generation no longer
+    # kept.
     "GenerationGone": {
         "success": ("boolean", REQ),
         "error": ("string", REQ),
         "details": ("GenerationDetails", REQ),
     },
-    # Contract 5 and 7: 404 for a well-formed generation never produced.
+    # docs/api.md, Errors and Generations and conditional requests: 404 for a well-formed generation
+    # never produced.
     "GenerationNotFound": {
         "success": ("boolean", REQ),
         "error": ("string", REQ),
@@ -149,7 +152,7 @@ ENUMS = [
     ("GenerationNotFound", "error", ["Generation not found"]),
 ]
 
-# Spec 4.3 and 8: name -> (type, enum, minimum, maximum, default).
+# docs/api.md, Listing origins: name -> (type, enum, minimum, maximum, default).
 LISTING_PARAMETERS = {
     "governance_state": ("string", ["governed", "ungoverned"], None, None, None),
     "allocation_state": ("string", ["allocated", "unallocated"], None, None, None),
@@ -159,7 +162,7 @@ LISTING_PARAMETERS = {
     "network_id": ("string", None, None, None, None),
     "station_id": ("integer", None, 0, 2147483647, None),
     "search": ("string", None, None, None, None),
-    # Contract 13: a comma-separated list; facet and facet_size as one object.
+    # docs/api.md, Facets and ids: a comma-separated list; facet and facet_size as one object.
     "id": ("array", None, None, None, None),
     "facet_options": ("object", None, None, None, None),
     "page": ("integer", None, 1, 2147483647, 1),
@@ -168,8 +171,8 @@ LISTING_PARAMETERS = {
 }
 
 PUBLIC, ADMIN = {"200", "400", "405", "500", "503"}, {"401", "403"}
-# Contract 7: answers read from a generation may be 304; a pinned /registry read may be 404
-# (never produced) or 410 (no longer kept).
+# docs/api.md, Generations and conditional requests: answers read from a generation may be 304; a
+# pinned /registry read may be 404 (never produced) or 410 (no longer kept).
 CACHED, PINNED = {"304"}, {"304", "404", "410"}
 OPERATIONS = {
     "/summary": ("getIntegrationStatus", "IntegrationStatus", PUBLIC | CACHED),
@@ -185,10 +188,10 @@ OPERATIONS = {
         "OriginEnvelope",
         PUBLIC | ADMIN | PINNED,
     ),
-    # Contract 10.
+    # docs/api.md, Changes between generations.
     "/registry/changes": ("listChanges", "ChangeList", PUBLIC | ADMIN | PINNED | {"406"}),
     "/registry/generations": ("listGenerations", "GenerationList", PUBLIC | ADMIN | PINNED),
-    # Contract 12.
+    # docs/api.md, Changes since any generation.
     "/registry/origins/{originId}/history": (
         "getOriginHistory",
         "OriginHistory",
@@ -283,7 +286,8 @@ def test_operations(api_document: dict[str, Any], path: str):
             continue
         content = resolve(api_document, response)["content"]
         if (path, status) in {("/registry/origins", "200"), ("/registry/changes", "200")}:
-            # The export representations (contract 8, 10), chosen with Accept.
+            # The export representations (docs/export.md; docs/api.md, Changes between generations),
+            # chosen with Accept.
             assert set(content) == {"application/json", "application/x-ndjson", "text/csv"}
             ndjson = content["application/x-ndjson"]["schema"]
             line = "Origin" if path == "/registry/origins" else "Change"
@@ -300,13 +304,14 @@ def test_operations(api_document: dict[str, Any], path: str):
 
 
 def test_every_path_is_documented(api_document: dict[str, Any]):
-    """The five endpoints of the spec, the two of contract 10, the document itself and the two
-    probes, nothing more."""
+    """Every endpoint of docs/api.md, Endpoints but /docs and /metrics: the summaries, the
+    listing, the lookups, the changes, the generations, the history, the document itself and the
+    two probes, nothing more."""
     assert set(api_document["paths"]) == set(OPERATIONS)
 
 
 def test_security_schemes(api_document: dict[str, Any]):
-    """Bearer header first, then the access_token cookie (spec 5)."""
+    """Bearer header first, then the access_token cookie (docs/authentication.md)."""
     assert api_document["components"]["securitySchemes"] == {
         "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
         "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "access_token"},
@@ -315,7 +320,7 @@ def test_security_schemes(api_document: dict[str, Any]):
 
 @pytest.mark.parametrize("name", sorted(SPEC_TABLES))
 def test_component_matches_spec_table(api_document: dict[str, Any], name: str):
-    """Every field of the spec's table with its type and null rule, and nothing else."""
+    """Every field of the table in docs/api.md with its type and null rule, and nothing else."""
     schema = api_document["components"]["schemas"][name]
     table = SPEC_TABLES[name]
     assert {field: kind(prop) for field, prop in schema["properties"].items()} == {
@@ -325,7 +330,7 @@ def test_component_matches_spec_table(api_document: dict[str, Any], name: str):
     assert schema["additionalProperties"] is (name == "Forbidden")
 
 
-# Contract 10's bodies: each component's fields, every one required.
+# Bodies (docs/api.md, Changes between generations): each component's fields, every one required.
 CHANGE_TABLES = {
     "ChangeList": {"success", "generated_at", "generation", "previous", "since", "counts",
                    "filters_applied", "page", "changes"},
@@ -337,8 +342,9 @@ CHANGE_TABLES = {
 }  # fmt: skip
 
 
-# Contract 12's error bodies for since=m (404 and 410), each field required; and the bodies
-# /registry/changes may answer 404 or 410 with (generation=n's, or since=m's).
+# Error bodies for since=m (docs/api.md, Changes since any generation) (404 and 410), each field
+# required; and the bodies /registry/changes may answer 404 or 410 with (generation=n's, or
+# since=m's).
 SINCE_ERROR_TABLES = {
     "SinceNotFound": {"success", "error", "details"},
     "SinceDetails": {"since", "current"},
@@ -351,7 +357,7 @@ CHANGES_ERRORS = {
 }
 
 
-# Contract 12's history: each component's fields, every one required.
+# History (docs/api.md, An origin's history): each component's fields, every one required.
 HISTORY_TABLES = {
     "OriginHistory": {"success", "generated_at", "generation", "oldest_since", "id", "versions"},
     "OriginVersion": {"from", "until", "origin"},
@@ -359,8 +365,8 @@ HISTORY_TABLES = {
 
 
 def test_no_undocumented_components(api_document: dict[str, Any]):
-    """The components are the spec's resources and error bodies and contract 10's and 12's
-    (since's errors, an origin's history), no more."""
+    """The components are the records, summaries and error bodies of docs/api.md, and its bodies
+    of changes, since's errors and an origin's history, no more."""
     assert set(api_document["components"]["schemas"]) == (
         set(SPEC_TABLES)
         | set(CHANGE_TABLES)
@@ -373,7 +379,8 @@ def test_no_undocumented_components(api_document: dict[str, Any]):
 
 @pytest.mark.parametrize("name", sorted(SINCE_ERROR_TABLES))
 def test_since_errors_name_the_contracts_fields(api_document: dict[str, Any], name: str):
-    """Contract 12's 404 and 410 bodies: their fields, every one required."""
+    """404 and 410 bodies (docs/api.md, Changes since any generation): their fields, every one
+    required."""
     schema = api_document["components"]["schemas"][name]
     assert set(schema["properties"]) == set(schema["required"]) == SINCE_ERROR_TABLES[name]
 
@@ -390,8 +397,8 @@ def test_changes_answer_404_and_410_for_generation_or_since(api_document: dict[s
 
 @pytest.mark.parametrize("name", sorted(HISTORY_TABLES))
 def test_history_components_name_the_contracts_fields(api_document: dict[str, Any], name: str):
-    """Contract 12's history: its fields, every one required but generated_at; from and until
-    integers or null, origin an Origin or null, oldest_since an integer."""
+    """History (docs/api.md, An origin's history): its fields, every one required but generated_at;
+    from and until integers or null, origin an Origin or null, oldest_since an integer."""
     schema = api_document["components"]["schemas"][name]
     assert set(schema["properties"]) == HISTORY_TABLES[name]
     assert set(schema["required"]) == HISTORY_TABLES[name] - {"generated_at"}
@@ -406,7 +413,7 @@ def test_history_components_name_the_contracts_fields(api_document: dict[str, An
 
 @pytest.mark.parametrize("name", sorted(CHANGE_TABLES))
 def test_change_components_name_the_contracts_fields(api_document: dict[str, Any], name: str):
-    """Contract 10's bodies: its fields, and no others."""
+    """Bodies (docs/api.md, Changes between generations): its fields, and no others."""
     schema = api_document["components"]["schemas"][name]
     assert set(schema["properties"]) == CHANGE_TABLES[name]
     optional = {"generated_at", "filters_applied"}
@@ -414,7 +421,8 @@ def test_change_components_name_the_contracts_fields(api_document: dict[str, Any
 
 
 def test_block_only_with_kind_changed(api_document: dict[str, Any]):
-    """The document says what contract 10 says of block: alone, or with kind=changed."""
+    """The document says what docs/api.md, Changes between generations says of block: alone, or
+    with kind=changed."""
     filters = api_document["paths"]["/registry/changes"]["get"]["parameters"][0]
     assert (filters["name"], filters["style"], filters["explode"]) == ("filters", "form", True)
     schema = filters["schema"]
@@ -433,7 +441,8 @@ def test_block_only_with_kind_changed(api_document: dict[str, Any]):
     ],
 )
 def test_generation_not_found_is_documented(api_document: dict[str, Any], path: str, body: str):
-    """A generation never produced is a 404 (contract 7); a lookup's 404 may be either body."""
+    """A generation never produced is a 404 (docs/api.md, Generations and conditional requests); a
+    lookup's 404 may be either body."""
     response = resolve(api_document, api_document["paths"][path]["get"]["responses"]["404"])
     assert response["content"]["application/json"]["schema"] == {
         "$ref": f"#/components/schemas/{body}"
@@ -479,7 +488,7 @@ def test_bounds(api_document: dict[str, Any]):
 
 
 def test_listing_parameters(api_document: dict[str, Any]):
-    """The listing's query parameters, as spec 4.3 and 8 give them; all optional."""
+    """The listing's query parameters, as docs/api.md, Listing origins give them; all optional."""
     parameters = api_document["paths"]["/registry/origins"]["get"]["parameters"]
     found = {}
     for parameter in parameters:
@@ -500,7 +509,8 @@ def test_listing_parameters(api_document: dict[str, Any]):
 
 def test_comma_lists_are_form_style_not_exploded(api_document: dict[str, Any]):
     """id and facet are one value whose items are comma-separated (OpenAPI form, explode
-    false), each item as contract 13 allows; facet_size is described only with facet."""
+    false), each item as docs/api.md, Facets and ids allows; facet_size is described only with
+    facet."""
     parameters = {
         parameter["name"]: parameter
         for parameter in api_document["paths"]["/registry/origins"]["get"]["parameters"]
@@ -508,8 +518,8 @@ def test_comma_lists_are_form_style_not_exploded(api_document: dict[str, Any]):
     ids = parameters["id"]
     assert (ids["style"], ids["explode"]) == ("form", False)
     assert ids["schema"]["items"] == {"type": "string", "pattern": ORIGIN_ID_FORMAT}
-    # More than 100 distinct ids is a 400, but repeats count once (contract 13), so a longer
-    # list with repeats is valid: the bound is in the description, not a maxItems.
+    # More than 100 distinct ids is a 400, but repeats count once (docs/api.md, Facets and ids), so
+    # a longer list with repeats is valid: the bound is in the description, not a maxItems.
     assert "maxItems" not in ids["schema"]
     assert "1 to 100 distinct ids" in ids["description"]
     assert "twice counts once" in ids["description"]
@@ -688,8 +698,8 @@ def test_checker_refuses_bad_bodies(
 
 
 def test_exports_total_and_limit_are_documented(api_document: dict[str, Any]):
-    """Contract 11: an export's Registry-Total (on the listing's 200, not required, since the
-    JSON page has none) and the 503 of an export past the limit, with its message."""
+    """docs/export.md, Capacity: an export's Registry-Total (on the listing's 200, not required,
+    since the JSON page has none) and the 503 of an export past the limit, with its message."""
     listing = api_document["paths"]["/registry/origins"]["get"]["responses"]
     total = listing["200"]["headers"]["Registry-Total"]
     assert total["required"] is False and total["schema"]["type"] == "integer"

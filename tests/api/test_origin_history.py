@@ -1,4 +1,4 @@
-"""An origin's history (CONTRACT.md §12) against the catching-up model.
+"""An origin's history (docs/api.md, An origin's history) against the catching-up model.
 
 Origin X is added, changed twice, removed, re-added as it first was, and changed once more;
 origin Y is never touched; origin Z comes late. Each load goes through `registry load`
@@ -120,7 +120,8 @@ def test_history_through_loads_and_retention(history_graph: CatchupGraph) -> Non
 
 
 def test_history_generation_errors(history_graph: CatchupGraph) -> None:
-    """generation=n as §7: never produced 404, dropped 410, malformed 400."""
+    """generation=n as docs/api.md, Generations and conditional requests: never produced 404,
+    dropped 410, malformed 400."""
     graph = history_graph
     for records in CHAIN[:4]:
         graph.load(records)

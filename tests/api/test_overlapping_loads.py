@@ -1,5 +1,5 @@
 """Two loads that overlap publish exact net changes (docs/api.md, "Changes between
-generations"; docs/loading.md, "Retention").
+generations"; docs/loading.md, "Change sets kept longer than graphs").
 
 A load drops retired change sets after its commit, and each drop raises the oldest since of
 every kept generation and fixes their net changes. The next load builds its own net changes

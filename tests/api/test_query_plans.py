@@ -5,9 +5,10 @@ sent, and EXPLAINs exactly that on a connection set up like the service's. A seq
 of a big table fails the test, so a lost index or a rewritten query is caught before a
 benchmark (or production) notices it.
 
-The statements of /registry/changes?since=m (contract 12) are held to the same, at the end of
-the module, on the same database once three twins of its graph are loaded over it: writing and
-loading a document of the graph costs about 18 s, and the graph is loaded once for both.
+The statements of /registry/changes?since=m (docs/api.md, Changes since any generation) are held to
+the same, at the end of the module, on the same database once three twins of its graph are loaded
+over it: writing and loading a document of the graph costs about 18 s, and the graph is loaded once
+for both.
 
 Why 40,000 origins: big enough that every growing table spans hundreds of pages (a sequential
 scan of one is never the cheap plan by accident), small enough to load four times in each of
@@ -425,8 +426,9 @@ def test_lookup_and_summary_use_indexes(
 
 
 def test_an_origins_history_reads_the_change_log_by_id(plan_graph: PlanGraph) -> None:
-    """The history (contract 12) probes the change log by origin id, and the graph by id; only
-    the list of generations (a row per generation, never per origin) may be read whole."""
+    """The history (docs/api.md, An origin's history) probes the change log by origin id, and the
+    graph by id; only the list of generations (a row per generation, never per origin) may be read
+    whole."""
     conn = plan_graph.conn
     origin_uuid = plan_graph.targets["origin_uuid"]
     query, params = statement_of(conn, lambda: history.get_origin_history(conn, origin_uuid))
@@ -466,8 +468,8 @@ def test_every_request_time_query_is_covered() -> None:
     assert files == covered
 
 
-# Contract 13. Facets: every access path, each facet asked for, with the network and station
-# facets ranked (the largest network's and the largest station's listings included).
+# docs/api.md, Facets and ids. Facets: every access path, each facet asked for, with the network and
+# station facets ranked (the largest network's and the largest station's listings included).
 FACETS_OF_ALL, FACETS_BY_FLAGS = "origins/count_facets_of_all", "origins/count_facets_by_flags"
 FACETS_OF_NETWORK = "origins/count_facets_of_network"
 FACETS_OF_NETWORK_NARROWED = "origins/count_facets_of_network_narrowed"
@@ -630,12 +632,12 @@ def test_the_load_ranks_networks_under_the_services_flag_keys(plan_graph: PlanGr
     assert stored == expected
 
 
-# Contract 12. Changes since any kept generation, after a chain of loads of 1 % twins. The net
-# changes and the change log grow with the changes kept: neither may be read by a sequential
-# scan, first page or last, filtered or not, nor may an export sort its records. Since the
-# oldest since and since the previous generation (the sinces consumers ask most), a page or an
-# export reads, by EXPLAIN ANALYZE, only the net changes that answer for it: a range of an
-# index, not a walk of all of the generation's rows.
+# docs/api.md, Changes since any generation. Changes since any kept generation, after a chain of
+# loads of 1 % twins. The net changes and the change log grow with the changes kept: neither may be
+# read by a sequential scan, first page or last, filtered or not, nor may an export sort its
+# records. Since the oldest since and since the previous generation (the sinces consumers ask most),
+# a page or an export reads, by EXPLAIN ANALYZE, only the net changes that answer for it: a range of
+# an index, not a walk of all of the generation's rows.
 
 # Tables that grow with the changes kept: never read whole by a request.
 CHANGE_TABLES = frozenset({"change_log", "net_changes"})

@@ -118,7 +118,7 @@ ANSWERS: list[tuple[str, dict[str, str], int]] = [
     ("/registry/origins?governance_state=governed", {**ADMIN, **CSV}, 200),
     ("/registry/origins?generation=7", {**ADMIN, **CSV}, 404),
     ("/registry/origins", {**ADMIN, "Accept": "image/png"}, 406),
-    # Contract 13: facets and id lists, their answers and their 400s.
+    # docs/api.md, Facets and ids: facets and id lists, their answers and their 400s.
     (
         "/registry/origins?facet=governance_state,allocation_state,publication_status,transport,"
         "has_presentations,network_id,station_id&limit=1",

@@ -42,8 +42,8 @@ def origins_of(document: bytes) -> list[dict[str, Any]]:
 
 
 def matching_ids(document: bytes, term: str) -> set[str]:
-    """Ids of the origins the properties model's search rule matches (contract 4, stated
-    apart from the service's folding)."""
+    """Ids of the origins the properties model's search rule matches (docs/api.md, Listing origins,
+    stated apart from the service's folding)."""
     return {
         record["id"]
         for record in origins_of(document)

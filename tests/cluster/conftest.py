@@ -77,7 +77,7 @@ class Seen:
 
 
 def is_unavailable(answer: Answer) -> bool:
-    """The contract's 503: JSON body, Retry-After."""
+    """The documented 503: JSON body, Retry-After."""
     return (
         answer.status == 503
         and answer.header("Content-Type") == "application/json"
@@ -135,7 +135,7 @@ class Traffic:
 
 
 def assert_failures_are_unavailable(traffic: Traffic) -> None:
-    """Whatever failed was the contract's JSON 503, never another status or a broken socket."""
+    """Whatever failed was the documented JSON 503, never another status or a broken socket."""
     wrong = [
         (seen.route, seen.answer.status, seen.answer.body[:200])
         for seen in traffic.failures()

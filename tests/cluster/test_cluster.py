@@ -3,7 +3,7 @@
 One cluster per module: a primary and a hot standby, a PgBouncer in transaction mode in front
 of each, two gunicorn instances over DATABASE_URL naming both PgBouncers, nginx in front of
 both instances. Each fault runs under steady traffic through nginx; the tests assert what
-failed (nothing, or only the contract's JSON 503) and that everything answers again after,
+failed (nothing, or only the documented JSON 503) and that everything answers again after,
 never how fast.
 """
 

@@ -1,5 +1,5 @@
-"""The stack of the export capacity tests (contract §11) and what they read from it: gunicorn
-with short timeouts over a demo graph whose live generation has a large change set, the
+"""The stack of the export capacity tests (docs/export.md, Capacity) and what they read from it:
+gunicorn with short timeouts over a demo graph whose live generation has a large change set, the
 shipped nginx and one that does not spool, the export metrics, and the export sessions."""
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ SEND_TIMEOUT_S = 8
 WORKER_TIMEOUT_S = 10
 # Long enough to outlast the idle-in-transaction limit and gunicorn's timeout.
 SLOW_SECONDS = WORKER_TIMEOUT_S + 2
-# The two exports of §11: the origins listing and the live generation's changes.
+# The two exports of docs/export.md, Capacity: the origins listing and the live generation's
+# changes.
 EXPORTS = ("/registry/origins", "/registry/changes")
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 # A small receive window: what the server can push ahead of the reader is bounded by the
 # server's send buffer and this, far less than a whole export.
 RECEIVE_WINDOW = 64 * 1024
-# The slowest rate an export must serve to the end (contract §11): 10 KB/s.
+# The slowest rate an export must serve to the end (docs/export.md, Capacity): 10 KB/s.
 SLOW_RATE = 10 * 1024
 
 

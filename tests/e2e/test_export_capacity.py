@@ -1,5 +1,5 @@
-"""Contract §11 through real gunicorn and deploy/nginx.conf, for both exports (the origins
-listing and the live generation's changes): slow readers finish, a cut export never looks
+"""docs/export.md, Capacity through real gunicorn and deploy/nginx.conf, for both exports (the
+origins listing and the live generation's changes): slow readers finish, a cut export never looks
 complete, the export limit, pages beside exports, loads beside exports, the nginx limits per
 client, and the export metrics.
 
@@ -206,8 +206,8 @@ def test_one_export_past_the_limit_is_refused_at_once(stack: Stack, export: str)
     assert again.status == 200 and again.header("Registry-Total") == str(total)
 
 
-# What §11 promises every other request while exports stream to slow clients (a promise of
-# time, so this is asserted).
+# What docs/export.md, Capacity promises every other request while exports stream to slow clients (a
+# promise of time, so this is asserted).
 PAGE_WAIT_S = 1.0
 
 

@@ -1,5 +1,5 @@
-"""REGISTRY_MAX_EXPORTS (contract §11) as gunicorn.conf.py sets it: by default half of the
-instance's request slots (workers times threads), at least 1, counted across all the workers;
+"""REGISTRY_MAX_EXPORTS (docs/export.md, Capacity) as gunicorn.conf.py sets it: by default half of
+the instance's request slots (workers times threads), at least 1, counted across all the workers;
 an explicit value wins. Each case holds exports open with clients that read nothing until one
 more is refused, so the limit is what the instance really enforces, not what it says."""
 
@@ -36,8 +36,8 @@ class Case:
 CASES = {
     "3 workers: 1": Case(3, 1, None, 1),
     "5 workers: 2": Case(5, 1, None, 2),
-    # Half of the workers, not of their threads (contract 11), and at least 1. One process,
-    # so that no request is queued behind its exports in a busy worker.
+    # Half of the workers, not of their threads (docs/export.md, Capacity), and at least 1. One
+    # process, so that no request is queued behind its exports in a busy worker.
     "1 worker of 4 threads: 1": Case(1, 4, None, 1),
     "4 workers, set to 3": Case(4, 1, "3", 3),
 }

@@ -1,4 +1,4 @@
-"""Contract 8: an export's memory stays flat however many origins stream. One gunicorn worker
+"""docs/export.md: an export's memory stays flat however many origins stream. One gunicorn worker
 exports 5,000 origins, a fresh one 50,000 (about 43 MB of NDJSON); the larger export's peak
 resident size (the kernel's VmHWM of the worker) is within a stated ratio of the smaller's.
 A worker that held the whole export would grow by the export's size, about 1.7 times."""

@@ -1,5 +1,5 @@
-"""Contract §11: an export cut by a database restart never looks complete, direct and through
-deploy/nginx.conf, and the service answers again once the database is back. A PostgreSQL of
+"""docs/export.md, Capacity: an export cut by a database restart never looks complete, direct and
+through deploy/nginx.conf, and the service answers again once the database is back. A PostgreSQL of
 the test's own, so that it can be restarted."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_an_export_cut_by_a_database_restart_never_looks_complete(
                     client = SlowClient(port, target, NDJSON)
                     for _ in range(WORKERS):
                         # A worker that has not served since the restart finds its pooled
-                        # connection gone: one JSON 503 (contract 5), then it answers.
+                        # connection gone: one JSON 503 (docs/api.md, Errors), then it answers.
                         if client.status != 503:
                             break
                         client.read_rest()

@@ -1,5 +1,5 @@
-"""gunicorn refuses to start on an export send timeout it cannot honour (contract §11): the
-message names the setting and the bound, the exit is non-zero, and no worker ever serves."""
+"""gunicorn refuses to start on an export send timeout it cannot honour (docs/export.md, Capacity):
+the message names the setting and the bound, the exit is non-zero, and no worker ever serves."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def assert_all_ok(answers: list[Timed]) -> None:
 
 
 def assert_unavailable(timed: Timed) -> None:
-    """The contract's 503: JSON body and Retry-After."""
+    """The documented 503: JSON body and Retry-After."""
     answer = timed.answer
     assert answer.status == 503, answer.body
     assert answer.header("Content-Type") == "application/json"

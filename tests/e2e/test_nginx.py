@@ -256,8 +256,8 @@ def test_a_request_line_over_16_kb_is_a_json_414(stack: Stack):
 
 
 def test_a_hundred_prefixed_ids_fit_in_one_request_line(stack: Stack):
-    """Contract 13: request lines of at least 8 KiB, direct and through nginx: 100 prefixed
-    ids percent-encoded as a client may send them, padded past 8 KiB with a repeat."""
+    """docs/api.md, Requests: request lines past 8 KiB, direct and through nginx: 100
+    prefixed ids percent-encoded as a client may send them, padded past 8 KiB with a repeat."""
     ids = [HARBOUR_NEWS, *(f"{number:08x}-0000-4000-8000-000000000000" for number in range(99))]
     value = "%2C".join(f"svc%3Aorigin%3A{uuid}" for uuid in ids)
     # The same ids again, written bare: duplicates count once, and the line passes 8 KiB.

@@ -1,5 +1,5 @@
 """Exports through deploy/nginx.conf as shipped: nginx decides the representation of a
-listing (contract 8), as the app would, and sends the app only its decision, so its export
+listing (docs/export.md), as the app would, and sends the app only its decision, so its export
 limit per client counts exactly what the app streams, whatever the Accept header or headers;
 an export cut half-way with spooling as shipped still ends without its last chunk; and, with
 every timeout as shipped, throttled readers (a pause just under the send timeout after a
@@ -155,7 +155,7 @@ def media_type(answer: Answer) -> str:
     return (answer.header("Content-Type") or "").split(";")[0]
 
 
-# Contract 8: absent, */*, application/*, application/json are JSON; q-values are honoured;
+# docs/export.md: absent, */*, application/*, application/json are JSON; q-values are honoured;
 # an Accept that admits none of the three is a 406.
 NEGOTIATION = [
     (None, JSON_TYPE),
@@ -188,7 +188,7 @@ NEGOTIATION = [
 def test_nginx_negotiates_as_the_contract_says(
     stack: Stack, accept: str | None, expected: str | None
 ):
-    """Through nginx the representation is contract 8's, and the same as direct."""
+    """Through nginx the representation is docs/export.md, and the same as direct."""
     headers = dict(ADMIN) if accept is None else {**ADMIN, "Accept": accept}
     proxied = request(stack.lifted.port, "/v1" + EMPTY, headers=headers)
     direct = request(stack.gunicorn.port, EMPTY, headers=headers)

@@ -1,4 +1,4 @@
-"""The ways in that the README and the contract promise, each taken for real: a plain
+"""The ways in that the README and the docs promise, each taken for real: a plain
 `pip install .` into an empty virtualenv used from another folder, `registry serve --dev`
 and its printed curl lines, and gunicorn refusing to start without a key setting."""
 

@@ -27,7 +27,7 @@ class ServedGraph:
 
 @pytest.fixture(scope="module")
 def served_graph(database_factory: Callable[[], str], example_document: bytes) -> ServedGraph:
-    """One database per module serving the contract's worked example."""
+    """One database per module serving the worked example."""
     graph = ServedGraph(database_factory(), example_document)
     graph.restore()
     assert graph.state["total"] == 4  # the worked example's origins

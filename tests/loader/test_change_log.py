@@ -1,6 +1,7 @@
-"""Change sets kept longer than graphs (contract 12), as stored: every load copies its change
-set into registry_meta.change_log and builds its net changes; REGISTRY_KEEP_CHANGES bounds
-the kept change sets; the oldest since follows them; an upgraded database keeps what it had."""
+"""Change sets kept longer than graphs (docs/api.md, Changes since any generation), as stored: every
+load copies its change set into registry_meta.change_log and builds its net changes;
+REGISTRY_KEEP_CHANGES bounds the kept change sets; the oldest since follows them; an upgraded
+database keeps what it had."""
 
 from __future__ import annotations
 

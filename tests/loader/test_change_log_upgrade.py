@@ -1,12 +1,13 @@
 """A database made by the code before change sets outlived graphs upgrades in place (issue 35,
-CONTRACT.md §10, §12).
+docs/api.md, Changes between generations and Changes since any generation).
 
 The old code is the real one: a `git worktree` of the parent of the commit that added the
 change log's migration (`sql/migrations/004_*.sql`, found with `git log --diff-filter=A`).
-Its own `registry load` fills a fresh database twice, and its own app records the §10
-answers (the change sets, as JSON, NDJSON and CSV, and /registry/generations). Then this
-code runs `registry db upgrade`: every change set answers the same, /readyz is ready before
-any new load, and after a new load `since` answers across the old and the new change sets.
+Its own `registry load` fills a fresh database twice, and its own app records the answers of its
+change sets (docs/api.md, Changes between generations: as JSON, NDJSON and CSV, and
+/registry/generations). Then this code runs `registry db upgrade`: every change set answers the
+same, /readyz is ready before any new load, and after a new load `since` answers across the old and
+the new change sets.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ DOCUMENTS = [
 
 
 def urls() -> list[tuple[str, str | None]]:
-    """The §10 answers that must survive: each change set, every way it is read."""
+    """The docs/api.md, Changes between generations answers that must survive: each change set,
+    every way it is read."""
     found: list[tuple[str, str | None]] = [("/registry/generations", None)]
     for generation in (1, 2):
         url = f"/registry/changes?generation={generation}"
@@ -138,7 +140,8 @@ def without_moment(text: str, accept: str | None) -> Any:
 
 
 def same_or_widened(old: Any, new: Any) -> None:
-    """The new answer says everything the old one said; §12 may add members to objects."""
+    """The new answer says everything the old one said; docs/api.md, Changes since any generation
+    may add members to objects."""
     if isinstance(old, dict):
         assert isinstance(new, dict)
         for name, value in old.items():

@@ -70,7 +70,8 @@ def test_load_succeeds_with_one_summary_line(
     assert summary.startswith(f"loaded {len(BASE)} lines (")
     first = GENERATION_LINE.fullmatch(produced)
     assert first is not None and KEPT_LINE.fullmatch(kept) is not None
-    # contract 10: the counts of the changes it committed; the first generation adds all
+    # docs/api.md, Changes between generations: the counts of the changes it committed; the first
+    # generation adds all
     assert (against, added, removed, changed) == (
         "changes (the first generation):",
         "added 2",

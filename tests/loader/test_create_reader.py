@@ -480,8 +480,8 @@ def _reads_the_kept_change_sets(conninfo: str, role: str) -> None:
 
 
 def test_the_reader_may_read_the_kept_change_sets(graph_db, new_role):
-    """create-reader grants SELECT on the change log and net changes (contract 12), and so
-    does migration 004 for a reader made before it."""
+    """create-reader grants SELECT on the change log and net changes (docs/api.md, Changes since any
+    generation), and so does migration 004 for a reader made before it."""
     from registry.database.migrations import apply_migrations
     from tests.loader.graphs import drop_change_log
 

@@ -1,5 +1,6 @@
 """`registry load --dry-run` on a database that needs an upgrade: refused, nothing changed
-(contract 10), migrations included. A load proper still applies them."""
+(docs/api.md, Changes between generations), migrations included. A load proper still applies
+them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""`registry load` and `registry load --dry-run` and the change set (contract 10), as an operator
-runs them, with DATABASE_URL set: the command's own entry point in the test's process
-(tests/cli.py), and once as a process of its own.
+"""`registry load` and `registry load --dry-run` and the change set (docs/loading.md, Dry run and
+guards), as an operator runs them, with DATABASE_URL set: the command's own entry point in the
+test's process (tests/cli.py), and once as a process of its own.
 
 A load prints the counts it committed; a dry run prints the counts a load would commit and
 changes nothing observable, which is checked by comparing, before and after, every table's

@@ -1,5 +1,5 @@
-"""Every rule of CONTRACT §2 rejects a document that breaks it, naming the line and field,
-and the rejected load leaves the graph that was served before exactly as it was."""
+"""Every rule of docs/loading.md, The graph document rejects a document that breaks it, naming the
+line and field, and the rejected load leaves the graph that was served before exactly as it was."""
 
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ def new_carriage(carriage_id: str, origin_id: str | None = None) -> Record:
 # The tables below keep one case per row or two, so the formatter is off until CASES.
 # fmt: off
 
-# Every required field of every type, written out from CONTRACT §2 (all but held_reason)
-# rather than taken from the loader's own tables.
+# Every required field of every type, written out from docs/loading.md, The graph document (all but
+# held_reason) rather than taken from the loader's own tables.
 REQUIRED_FIELDS = {
     "network": ("id", "name"),
     "origin": ("id", "name", "network_id", "registry_id", "reviewed"),
@@ -151,7 +151,7 @@ MISSING_FIELD_CASES = [
          "held_at", "is required"),
 ]
 
-# null only where the contract shows it
+# null only where the graph document allows it
 NULL_CASES = [
     case(f"null-{kind}-{name}", edited(LINE[kind], **{name: None}), LINE[kind], name, "null")
     for kind, name in [
@@ -542,7 +542,8 @@ def test_records_load_in_any_order(scratch_db: str) -> None:
 
 
 def test_empty_document_loads_an_empty_graph(scratch_db: str) -> None:
-    """An empty document, allowed (contract 10), replaces the graph with an empty one."""
+    """An empty document, allowed (docs/loading.md, Dry run and guards), replaces the graph with an
+    empty one."""
     load(scratch_db, document(BASE))
     result = load(scratch_db, b"", allow_empty=True)
     assert result.lines == 0
@@ -555,7 +556,7 @@ def test_empty_document_loads_an_empty_graph(scratch_db: str) -> None:
 
 
 def test_held_reason_without_a_hold_loads_and_is_not_shown(scratch_db: str) -> None:
-    """The contract lets held_reason be any string or null; only a hold shows it."""
+    """The graph document lets held_reason be any string or null; only a hold shows it."""
     load(scratch_db, edited(ALLOCATION, held_reason="licence"))
     with psycopg_connect(scratch_db) as conn:
         found = origin_record(repository.get_origin_by_id(conn, ORIGIN_UUID)[1])

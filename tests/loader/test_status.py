@@ -109,9 +109,9 @@ def test_status_fails_when_the_database_cannot_be_reached() -> None:
 def test_status_shows_the_change_sets_kept(
     database_factory: Callable[[], str], example_document: bytes
 ) -> None:
-    """Contract 12: how many change sets are kept, the oldest since, and their bytes. The
-    first load keeps its own (since the first generation itself); after four loads keeping
-    two, the generation before the older of them."""
+    """docs/api.md, Changes since any generation: how many change sets are kept, the oldest since,
+    and their bytes. The first load keeps its own (since the first generation itself); after four
+    loads keeping two, the generation before the older of them."""
     conninfo = database_factory()
 
     def load_keeping_two() -> None:

@@ -1,7 +1,7 @@
 """A generation reaches the read model's plans (index-only scans that skip the heap) once the
 snapshots older than it have ended, whatever was open when its load committed.
 
-An export holds one snapshot for as long as its client reads (contract §11). A load that
+An export holds one snapshot for as long as its client reads (docs/export.md, Capacity). A load that
 commits meanwhile cannot mark its new pages all-visible until that snapshot ends: the test
 holds one open across a real `registry load`, closes it, then asks PostgreSQL for the plans
 and heap fetches of the listing statements, as the service sends them.

@@ -1,11 +1,13 @@
-"""A plain-Python model of catching up (CONTRACT.md §12), for the tests of `since` and history.
+"""A plain-Python model of catching up (docs/api.md, Changes since any generation and An origin's
+history), for the tests of `since` and history.
 
 A chain of committed generations, each with its Origin records (computed by the properties
 model from the document loaded, never by the service), and the two retention settings. From
-them, in plain loops and exactly in the contract's words:
+them, in plain loops and exactly in the words of docs/api.md:
 - which change sets are kept and the *oldest since*;
 - what `GET /registry/changes?since=m` answers: the net changes (the record at m against the
-  record at n, as §10 compares a generation with its previous), or a 400, 404 or 410;
+  record at n, as docs/api.md, Changes between generations compares a generation with its previous),
+  or a 400, 404 or 410;
 - an origin's history: the spans of generations over which its record stayed the same;
 - what a consumer does with the answers: the changes since m applied to the export of m.
 No import from the service, so that the model cannot inherit its mistakes.
@@ -61,7 +63,7 @@ def apply_changes(export: list[Record], changes: list[Record]) -> list[Record]:
 
 
 def listing_order(records: Records) -> list[Record]:
-    """Records in listing order (§4): what an export of them streams."""
+    """Records in listing order (docs/api.md, Listing origins): what an export of them streams."""
     return sorted(records.values(), key=_contract_order)
 
 
@@ -90,7 +92,8 @@ class Chain:
         self.generations.append(generation)
         return generation
 
-    # --- retention (§7, §12) --------------------------------------------------------------
+    # --- retention (docs/api.md, Generations and conditional requests and Changes since any
+    # generation) --------------------------------------------------------------
 
     @property
     def current(self) -> int:
@@ -126,7 +129,7 @@ class Chain:
     def since(self, m: int, n: int | None = None) -> tuple[int, Any]:
         """(status, what the answer holds): 200 and the net changes; 400 for an m produced
         newer than n; 404 for an m never produced; 410 for an m older than the oldest since.
-        The error bodies are the contract's, whole."""
+        The error bodies are the interface's, whole."""
         n = self.current if n is None else n
         c = self.current
         if not self.produced(m):

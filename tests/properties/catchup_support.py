@@ -1,6 +1,7 @@
-"""What the catching-up tests (CONTRACT.md §12) share: a database loaded through `registry
-load` with both retention settings, the app over it, the model of its chain of generations,
-and the ways a consumer reads changes since m (pages by Link, NDJSON, CSV) and exports."""
+"""What the catching-up tests (docs/api.md, Changes since any generation) share: a database loaded
+through `registry load` with both retention settings, the app over it, the model of its chain of
+generations, and the ways a consumer reads changes since m (pages by Link, NDJSON, CSV) and
+exports."""
 
 from __future__ import annotations
 
@@ -167,7 +168,8 @@ def origins_csv(response: Any) -> list[list[str]]:
 
 
 def csv_listing_order(row: list[str]) -> tuple[Any, ...]:
-    """An origins CSV row's place in listing order (§4), read from its own columns."""
+    """An origins CSV row's place in listing order (docs/api.md, Listing origins), read from its own
+    columns."""
     column = {name: value for name, value in zip(CONTRACT_COLUMNS, row, strict=True)}
     if column["allocated"] == "true":
         numbers = (int(column["network"]), int(column["station"]), int(column["channel"]))

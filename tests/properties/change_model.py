@@ -1,9 +1,11 @@
-"""A plain-Python model of the change set (CONTRACT.md §10), for the property tests.
+"""A plain-Python model of the change set (docs/api.md, Changes between generations), for the
+property tests.
 
-Each side's Origin records come from the properties suite's own model (RegistryModel, §3),
-never from the service; the change set is then what §10 says, in plain loops: per origin id,
-`added` (in the new document only), `removed` (in the old one only) or `changed` (in both,
-with a different record), with the top-level blocks that differ, in the contract's order.
+Each side's Origin records come from the properties suite's own model (RegistryModel, docs/api.md,
+Records), never from the service; the change set is then what docs/api.md, Changes between
+generations says, in plain loops: per origin id, `added` (in the new document only), `removed` (in
+the old one only) or `changed` (in both, with a different record), with the top-level blocks that
+differ, in the documented order.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from tests.properties.model import Record, RegistryModel
 
 KINDS = ("added", "removed", "changed")
 BLOCKS = ("origin", "governance", "bans", "presentations")
-# The CSV columns of §10, as the contract spells them.
+# The CSV columns of docs/api.md, Changes between generations, as documented.
 CSV_COLUMNS = ("id", "kind", "blocks", "name", "address")
 
 

@@ -13,7 +13,7 @@ from psycopg import sql
 from registry.database.conninfo import with_database
 from tests.conftest import app_config, load_records, make_token
 
-# A linguistic default collation, where the server has ICU: the contract's order and search
+# A linguistic default collation, where the server has ICU: the documented order and search
 # hold "whatever the database's locale", and the usual C.UTF-8 default would hide a query
 # that forgot COLLATE "C" (in en-US, "a" < "B"; in code-point order, "B" < "a").
 LINGUISTIC_DATABASE = (

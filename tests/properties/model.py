@@ -1,6 +1,7 @@
-"""A plain-Python model of the product contract (CONTRACT.md §2-§4), for the property tests.
+"""A plain-Python model of the graph document and of what the API answers for it (docs/loading.md,
+The graph document; docs/api.md, Records and Listing origins), for the property tests.
 
-Everything here is derived from the contract's words, record by record, with plain loops and
+Everything here is derived from the words of docs/api.md, record by record, with plain loops and
 sorts: no SQL and no import from the service, so that the model cannot inherit the
 implementation's mistakes.
 """
@@ -24,7 +25,8 @@ FILTER_NAMES = (
     "search",
     "id",
 )
-# Contract 13: the facets a listing may ask for, and how many ranked values it shows.
+# docs/api.md, Facets and ids: the facets a listing may ask for, and how many ranked values it
+# shows.
 FACET_NAMES = (
     "governance_state",
     "allocation_state",
@@ -93,8 +95,8 @@ def format_utc(moment: datetime) -> str:
     return text + "Z"
 
 
-# The search rule (contract 4), stated independently of the service's code, which folds with
-# str.casefold between NFD and NFC normalisation: here, Unicode's full case folding
+# The search rule (docs/api.md, Listing origins), stated independently of the service's code, which
+# folds with str.casefold between NFD and NFC normalisation: here, Unicode's full case folding
 # (CaseFolding.txt, statuses C and F) written out for every non-ASCII character the generated
 # documents and terms can hold, with the canonical decompositions and compositions they need.
 # A mistake in the service's rule therefore cannot hide in the model as well.
@@ -205,7 +207,8 @@ class RegistryModel:
         }
         self.ordered: list[Record] = sorted(self.records.values(), key=_contract_order)
 
-    # --- §3: the per-origin record ------------------------------------------------------
+    # --- docs/api.md, Records: the per-origin record
+    # ------------------------------------------------------
 
     def _resolves(self, carriage: Record) -> bool:
         """A carriage is resolved when it names a reviewed origin."""
@@ -213,7 +216,7 @@ class RegistryModel:
         return origin_id is not None and canonical_origin_id(origin_id) in self.reviewed
 
     def _origin_record(self, origin: Record) -> Record:
-        """The Origin record of one origin record, as §3 derives it."""
+        """The Origin record of one origin record, as docs/api.md, Records derives it."""
         key = canonical_origin_id(origin["id"])
         network_id = origin["network_id"]
         network = None if network_id is None else self.networks[network_id]
@@ -255,14 +258,16 @@ class RegistryModel:
             "presentations": presentations,
         }
 
-    # --- §4: listing ----------------------------------------------------------------------
+    # --- docs/api.md, Listing origins: listing
+    # ----------------------------------------------------------------------
 
     def matching(self, filters: dict[str, Any]) -> list[Record]:
-        """Every origin record that passes every given (parsed) filter, in contract order."""
+        """Every origin record that passes every given (parsed) filter, in listing order."""
         return [record for record in self.ordered if passes(record, filters)]
 
     def facets(self, filters: dict[str, Any], names: list[str], size: int) -> Record:
-        """The `facets` member (§13) of a listing with these filters, for these names."""
+        """The `facets` member (docs/api.md, Facets and ids) of a listing with these filters, for
+        these names."""
         matching = self.matching(filters)
         return {name: self._facet(name, matching, size) for name in names}
 
@@ -301,7 +306,8 @@ class RegistryModel:
                 return record
         return None
 
-    # --- §3: the two summaries ------------------------------------------------------------
+    # --- docs/api.md, Records: the two summaries
+    # ------------------------------------------------------------
 
     def registry_summary(self) -> Record:
         """GET /registry/summary without success and generated_at."""
@@ -384,7 +390,7 @@ def _contract_order(record: Record) -> tuple[Any, ...]:
     return (1, 0, 0, 0, record["origin"]["id"])
 
 
-# The enumerated facets' values, in the contract's order (§13).
+# The enumerated facets' values, in the documented order (docs/api.md, Facets and ids).
 ENUMERATED_VALUES: dict[str, tuple[Any, ...]] = {
     "governance_state": ("governed", "ungoverned"),
     "allocation_state": ("allocated", "unallocated"),
@@ -418,7 +424,8 @@ def ranked_value(record: Record, name: str) -> Any:
 
 
 def passes(record: Record, filters: dict[str, Any]) -> bool:
-    """Whether one origin record passes every given filter (§4), each its own predicate."""
+    """Whether one origin record passes every given filter (docs/api.md, Listing origins), each its
+    own predicate."""
     bans = record["bans"]
     transports = {presentation["transport"] for presentation in record["presentations"]}
     checks = {

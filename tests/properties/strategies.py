@@ -1,4 +1,5 @@
-"""Hypothesis strategies: valid graph documents (CONTRACT.md §2) and listing queries (§4).
+"""Hypothesis strategies: valid graph documents (docs/loading.md, The graph document) and listing
+queries (docs/api.md, Listing origins).
 
 Documents are small but crowded: names and registry ids come from a tiny alphabet (case
 pairs, letters whose folding is special, `%`, `_`, `\\`) so that search terms collide;

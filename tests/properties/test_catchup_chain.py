@@ -1,5 +1,6 @@
-"""Changes since any kept generation are the model's net changes (CONTRACT.md §12), and a
-consumer that applies them to its copy of generation m holds exactly generation n.
+"""Changes since any kept generation are the model's net changes (docs/api.md, Changes since any
+generation), and a consumer that applies them to its copy of generation m holds exactly generation
+n.
 
 Hypothesis draws a chain of loads: a document, then each next one either edited from the one
 before (every edit of test_change_set: origins renamed, added, removed, re-cased, their
@@ -136,7 +137,7 @@ def check_digests(graph: CatchupGraph, m: int, n: int) -> None:
 
 
 def check_error(response: Any, status: int, expected: Any) -> None:
-    """A 400 names `since` in its details; a 404 or 410 is the contract's body, whole."""
+    """A 400 names `since` in its details; a 404 or 410 is the documented body, whole."""
     assert response.status_code == status, (response.status_code, response.get_data())
     assert response.mimetype == "application/json"
     body = response.get_json()
@@ -200,7 +201,7 @@ def test_changes_since_every_kept_generation_rebuild_the_newest(
 
 def check_histories(graph: CatchupGraph) -> None:
     """The history of every origin the last loads held, from the newest generation and
-    pinned to the one before it, is the model's (CONTRACT.md §12)."""
+    pinned to the one before it, is the model's (docs/api.md, Changes since any generation)."""
     model = graph.chain
     ids = sorted({key for g in model.generations[-3:] for key in g.records})
     pinned = [g.number for g in model.generations[-2:]]

@@ -1,5 +1,6 @@
-"""The catching-up model (catchup_model.py) on chains worked out by hand from CONTRACT.md §12,
-so that the oracle of the property tests is itself checked against the contract's words."""
+"""The catching-up model (catchup_model.py) on chains worked out by hand from docs/api.md, Changes
+since any generation, so that the oracle of the property tests is itself checked against the words
+of docs/api.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A sweep of changes since m, pinned by its Links, stays exact while loads land (CONTRACT.md
-§7, §10, §12).
+"""A sweep of changes since m, pinned by its Links, stays exact while loads land (docs/api.md,
+Generations and conditional requests, Changes between generations, Changes since any generation).
 
 A chain of loads is committed, then the net changes since a kept generation m are read page
 by page, the first page unpinned and every following one from its `Link: next`; more loads
@@ -75,7 +75,8 @@ def since_sweeps(draw: st.DrawFn) -> SinceSweep:
 
 def allowed_gone(graph: CatchupGraph, m: int, n: int) -> list[dict[str, Any]]:
     """The 410 bodies a page of since=m&generation=n may answer with now: n no longer kept
-    (§7), or the change sets from m no longer kept (§12)."""
+    (docs/api.md, Generations and conditional requests), or the change sets from m no longer kept
+    (docs/api.md, Changes since any generation)."""
     model = graph.chain
     allowed = []
     if not model.readable(n):

@@ -1,4 +1,4 @@
-"""The change set of every load is exactly the model's (CONTRACT.md §10).
+"""The change set of every load is exactly the model's (docs/api.md, Changes between generations).
 
 Hypothesis draws a graph document and a second one made from it by edits of every kind the
 change set must see or must not see: origins renamed, added, removed, their ids written in
@@ -257,7 +257,8 @@ def replace_document(draw: st.DrawFn, records: list[Record]) -> None:
 
 
 def has_origins(records: list[Record]) -> bool:
-    """Whether a document holds an origin (one with none is refused, §10)."""
+    """Whether a document holds an origin (one with none is refused, docs/loading.md, Dry run and
+    guards)."""
     return any(record["type"] == "origin" for record in records)
 
 
@@ -347,7 +348,7 @@ def sweep(graph: ChangesGraph, query: dict[str, str]) -> tuple[list[Record], Any
 
 @st.composite
 def change_queries(draw: st.DrawFn) -> dict[str, str]:
-    """kind and block as the contract allows them together, and a small limit."""
+    """kind and block as documented them together, and a small limit."""
     query = {"limit": str(draw(st.integers(1, 4)))}
     kind = draw(st.sampled_from((None, *KINDS)))
     if kind is not None:

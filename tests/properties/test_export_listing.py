@@ -1,10 +1,10 @@
 """Exports of generated graphs: NDJSON lines are the listing's origins, CSV rows their fields.
 
 For every filter combination the listing takes, the export streams exactly the origins the
-model says match, in contract order, each line the same record as the JSON listing gives,
-and the CSV has one row per origin with the columns of contract 8. The CSV rows, built in
+model says match, in listing order, each line the same record as the JSON listing gives,
+and the CSV has one row per origin with the columns of docs/export.md. The CSV rows, built in
 SQL when the graph is loaded, read back with Python's csv module, are the model's records
-as contract 8 writes them, whatever text the graph holds.
+as docs/export.md writes them, whatever text the graph holds.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tests.properties.conftest import LoadedGraph
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# Contract 8's CSV columns, in its order, as the contract spells them (not the service's own
+# CSV columns (docs/export.md), in its order, as documented (not the service's own
 # list): the header every CSV export must have.
 CONTRACT_COLUMNS = (
     "id", "name", "registry_id", "network_id", "network_name", "governance_state",
@@ -34,7 +34,7 @@ CONTRACT_COLUMNS = (
 
 
 def csv_text(value: Any) -> str:
-    """A field as contract 8 writes it: null empty, booleans true/false, formulas quoted."""
+    """A field as docs/export.md writes it: null empty, booleans true/false, formulas quoted."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -149,7 +149,7 @@ def test_csv_rows_are_the_records_rows_whatever_the_text(
     registry_graph: LoadedGraph, records: list[Record]
 ) -> None:
     """The CSV export, read back with Python's csv module, is the model's records written
-    as contract 8 says: quoting, doubled quotes, formula guards, CR, LF and non-ASCII, nulls,
+    as docs/export.md says: quoting, doubled quotes, formula guards, CR, LF and non-ASCII, nulls,
     holds. The oracle is the properties model, not the service's CSV writer."""
     registry_graph.load(records)
     answer = registry_graph.client.get(

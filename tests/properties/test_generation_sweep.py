@@ -1,8 +1,9 @@
-"""A sweep stays inside one generation whatever loads commit during it (contract 7).
+"""A sweep stays inside one generation whatever loads commit during it (docs/api.md, Generations and
+conditional requests).
 
 Graph A is loaded, then swept page by page by following `Link: next` from an unpinned first
 page; loads of other graphs (B1, B2, ...) commit at drawn points of the sweep. The sweep must
-return exactly A's matching origins, once each, in contract order, every page saying it came
+return exactly A's matching origins, once each, in listing order, every page saying it came
 from A's generation; once A is no longer kept, the next page is 410 and what came before it
 is still exactly a prefix of A's listing. Afterwards an unpinned request answers from the
 last graph loaded.

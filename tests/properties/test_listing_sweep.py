@@ -1,6 +1,6 @@
 """GET /registry/origins swept page by page for generated graphs, filters and limits.
 
-Every matching origin must come exactly once, in contract order, each page's block and
+Every matching origin must come exactly once, in listing order, each page's block and
 filters_applied right, every record field-for-field the model's.
 """
 
@@ -30,7 +30,8 @@ def origin_ids(records: list[dict[str, Any]]) -> list[str]:
 def sweep(graph: LoadedGraph, model: RegistryModel, query: dict[str, str], limit: int) -> None:
     """Read every page of one listing and the page past its end, each checked against the model.
 
-    With facet: every page has the same facets, the model's over every match (§13).
+    With facet: every page has the same facets, the model's over every match (docs/api.md, Facets
+    and ids).
     """
     filters = parse_filters(query)
     expected = model.matching(filters)

@@ -1,7 +1,7 @@
 """GET /registry/origins/{originId} (both id forms) and /registry/addresses/{address}.
 
 Every origin of a generated graph is looked up every way it can be named, and a few
-names that match nothing must answer 404 with the contract's body.
+names that match nothing must answer 404 with the documented body.
 """
 
 from __future__ import annotations

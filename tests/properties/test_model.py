@@ -1,4 +1,4 @@
-"""The model itself against the contract's worked example, so that it can be trusted."""
+"""The model itself against the worked example, so that it can be trusted."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def example_model(example_document: bytes) -> RegistryModel:
 def test_model_counts_the_worked_example(
     example_model: RegistryModel, example_expected: dict[str, Any]
 ) -> None:
-    """Both summaries of the worked example, as the contract answers them."""
+    """Both summaries of the worked example, as documented."""
     assert {"success": True, **example_model.registry_summary()} == example_expected[
         "GET /registry/summary"
     ]
@@ -55,7 +55,7 @@ def test_model_lists_the_worked_example(
     query: dict[str, str],
     key: str,
 ) -> None:
-    """The worked example's listings, in the contract's order."""
+    """The worked example's listings, in the documented order."""
     listed = example_model.matching(parse_filters(query))
     assert [record["origin"]["id"] for record in listed] == example_expected[key]
 

@@ -1,6 +1,6 @@
-"""What the API answers per origin (CONTRACT §3), worked out from a graph document with plain
-loops and no import from the service: the demo's twin is checked against it, as the change
-set of CONTRACT §10 would see the two documents."""
+"""What the API answers per origin (docs/api.md, Records), worked out from a graph document with
+plain loops and no import from the service: the demo's twin is checked against it, as the change
+set of docs/api.md, Changes between generations would see the two documents."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ BLOCKS = ("origin", "governance", "bans", "presentations")
 
 
 def answers(records: list[Record]) -> dict[str, dict[str, Any]]:
-    """Each origin's four blocks as the API answers them (CONTRACT §3), by origin id."""
+    """Each origin's four blocks as the API answers them (docs/api.md, Records), by origin id."""
     of_type: dict[str, list[Record]] = defaultdict(list)
     for record in records:
         of_type[record["type"]].append(record)

@@ -9,11 +9,11 @@ module or package.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.unit.repo_paths import ROOT, path_exists
+
 PAGE = ROOT / "ARCHITECTURE.md"
 QUOTED = re.compile(r"`([^`\s]+)`")
 SUFFIXES = (".py", ".md", ".sql", ".cfg", ".conf", ".toml", ".yml", ".ini")
@@ -56,7 +56,7 @@ def test_every_named_path_exists(word: str) -> None:
     """A file, a folder, or a test function in its file."""
     path, _, test_name = word.partition("::")
     target = ROOT / path
-    assert target.exists(), f"ARCHITECTURE.md names {path}, which does not exist"
+    assert path_exists(path), f"ARCHITECTURE.md names {path}, which does not exist"
     if test_name:
         defined = re.search(rf"^\s*def {re.escape(test_name)}\(", target.read_text(), re.M)
         assert defined, f"ARCHITECTURE.md names {word}, but {path} defines no {test_name}"

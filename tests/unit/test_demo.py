@@ -34,7 +34,8 @@ def parse(document: bytes) -> list[Record]:
 
 
 def whole_document_problems(records: list[Record]) -> list[str]:
-    """What registry load would reject once the whole document is in (CONTRACT §2)."""
+    """What registry load would reject once the whole document is in (docs/loading.md, The graph
+    document)."""
     problems: list[str] = []
     by_type: dict[str, list[Record]] = defaultdict(list)
     for record in records:

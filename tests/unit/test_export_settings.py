@@ -1,6 +1,6 @@
 """REGISTRY_EXPORT_SEND_TIMEOUT_S is refused at start-up unless it is finite, above 0 and
-below gunicorn's timeout (contract §11: only a client that stops reading for the send timeout
-loses its export, and the worker timeout must not end it first)."""
+below gunicorn's timeout (docs/export.md, Capacity: only a client that stops reading for the send
+timeout loses its export, and the worker timeout must not end it first)."""
 
 from __future__ import annotations
 

@@ -33,8 +33,8 @@ def raw_env(**settings: str) -> dict[str, str]:
 def test_the_export_limit_is_half_the_workers_at_least_one(
     workers: str, threads: str, exports: str
 ) -> None:
-    """Unset, REGISTRY_MAX_EXPORTS is half of the workers, rounded down, at least 1 (contract
-    11), whatever threads each worker runs."""
+    """Unset, REGISTRY_MAX_EXPORTS is half of the workers, rounded down, at least 1 (docs/export.md,
+    Capacity), whatever threads each worker runs."""
     given = raw_env(REGISTRY_WORKERS=workers, REGISTRY_THREADS=threads)
     assert given["REGISTRY_MAX_EXPORTS"] == exports
 

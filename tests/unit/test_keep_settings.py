@@ -1,5 +1,5 @@
-"""REGISTRY_KEEP_CHANGES and REGISTRY_KEEP_GENERATIONS are checked at start-up (contract 12:
-change sets kept from 1 to 1000, never fewer than the graphs kept)."""
+"""REGISTRY_KEEP_CHANGES and REGISTRY_KEEP_GENERATIONS are checked at start-up (docs/api.md, Changes
+since any generation: change sets kept from 1 to 1000, never fewer than the graphs kept)."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def test_query_keeps_the_api_parameters_only():
 def test_an_unexpected_error_logs_a_traceback_only_server_side(
     app: Flask, capsys: pytest.CaptureFixture[str]
 ):
-    """500 with the contract's body; the traceback goes to the log, tagged with the request id."""
+    """500 with the documented body; the traceback goes to the log, tagged with the request id."""
     answer = app.test_client().get("/explode", headers={"X-Request-ID": "boom-1"})
     assert answer.status_code == 500
     assert answer.get_json() == {"success": False, "error": "Internal Server Error"}

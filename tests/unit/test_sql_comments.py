@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TOP = r"(?:registry|schemas|devtools|sql|docs|tests|deploy)"
-# A path of the project, not an API path such as /registry/changes.
-PATH = re.compile(rf"(?<![/\w.]){TOP}/[\w/.-]*\w")
+from tests.unit.repo_paths import PATH, ROOT, path_exists
+
 DOTTED = re.compile(r"(?<![/\w.])((?:registry|schemas|devtools)(?:\.[A-Za-z_]\w*)+)")
 
 
@@ -32,7 +30,7 @@ def test_the_comments_name_paths_and_modules() -> None:
 @pytest.mark.parametrize("word", named(PATH))
 def test_every_named_path_exists(word: str) -> None:
     """registry/database/repository.py is a file of the project."""
-    assert (ROOT / word).exists(), f"a comment in sql/ names {word}, which does not exist"
+    assert path_exists(word), f"a comment in sql/ names {word}, which does not exist"
 
 
 def defines(module: Path, name: str) -> bool:
