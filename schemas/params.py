@@ -1,5 +1,5 @@
-"""Query parameters, parsed strictly (contract 4 and 5): GET /registry/origins takes filters and
-a page; every other endpoint takes none."""
+"""Query parameters, parsed strictly (docs/api.md, Listing origins and Errors): GET
+/registry/origins takes filters and a page; every other endpoint takes none."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from schemas.origin import INT32_MAX, TRANSPORTS
 _DIGITS = re.compile(r"[0-9]+\Z")
 # What the OpenAPI document promises a free-text value looks like: not empty, no NUL.
 _TEXT_PATTERN = "^[^\\u0000]+$"
-# The longest free-text value (contract 4), in characters. It also bounds the Link header: a
-# character is at most 12 bytes percent-encoded, so a listing's four links stay well inside
-# the response-header buffer nginx gives the app (deploy/nginx.conf, docs/api.md).
+# The longest free-text value (docs/api.md, Listing origins), in characters. It also bounds the Link
+# header: a character is at most 12 bytes percent-encoded, so a listing's four links stay well
+# inside the response-header buffer nginx gives the app (deploy/nginx.conf, docs/api.md).
 MAX_TEXT_LENGTH = 256
 
 # The path parameters' forms, for the views (with re.fullmatch) and the OpenAPI document.
-# A value of another form is a 404 like an unknown one (contract 5), not a 400.
+# A value of another form is a 404 like an unknown one (docs/api.md, Errors), not a 400.
 _HEX = "[0-9a-fA-F]"
 ORIGIN_ID_FORMAT = (
     rf"^(svc:origin:)?({_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}})$"
@@ -30,11 +30,11 @@ ORIGIN_ID_FORMAT = (
 # never sees a huge string (anything past 2147483647 is held by no origin anyway).
 _ORIGIN_ID = re.compile(ORIGIN_ID_FORMAT)
 ORIGIN_PREFIX = "svc:origin:"
-# Contract 13: at most this many distinct ids in one `id`. 100 prefixed ids take about 5.4 KB
-# of a request line even with every colon and comma percent-encoded, well within the 16 KB
-# that gunicorn and nginx accept (gunicorn.conf.py, deploy/nginx.conf; docs/api.md).
+# docs/api.md, Facets and ids: at most this many distinct ids in one `id`. 100 prefixed ids take
+# about 5.4 KB of a request line even with every colon and comma percent-encoded, well within the 16
+# KB that gunicorn and nginx accept (gunicorn.conf.py, deploy/nginx.conf; docs/api.md).
 MAX_IDS = 100
-# The facets a listing may ask for, in the order they are documented (contract 13).
+# The facets a listing may ask for, in the order they are documented (docs/api.md, Facets and ids).
 FACET_NAMES = (
     "governance_state",
     "allocation_state",
@@ -201,7 +201,7 @@ class CommaList(QueryParameter):
 
 
 class FacetNames(CommaList):
-    """`facet`: names among FACET_NAMES, each at most once (contract 13)."""
+    """`facet`: names among FACET_NAMES, each at most once (docs/api.md, Facets and ids)."""
 
     def __init__(self, **kwargs: Any):
         """The facet parameter."""
@@ -265,7 +265,7 @@ class NoQuerySchema(StrictQuerySchema):
     """Endpoints that take no query parameters: any parameter is unknown."""
 
 
-# A generation is a PostgreSQL bigint (contract 7).
+# A generation is a PostgreSQL bigint (docs/api.md, Generations and conditional requests).
 GENERATION_MAX = 2**63 - 1
 
 
@@ -312,7 +312,7 @@ class OriginListQuerySchema(StrictQuerySchema):
 
     @validates_schema
     def _facet_size_needs_facet(self, data: dict[str, Any], **kwargs: Any) -> None:
-        """facet_size alone says nothing: a 400 naming it (contract 13)."""
+        """facet_size alone says nothing: a 400 naming it (docs/api.md, Facets and ids)."""
         if "facet_size" in data and "facet" not in data:
             raise ValidationError("is only taken with facet", "facet_size")
 
@@ -329,7 +329,7 @@ FILTER_NAMES = (
     "id",
 )
 # Parameters of the JSON listing that shape the answer without filtering it: kept in every
-# Link URL, never in filters_applied, a 400 with an export (contract 13).
+# Link URL, never in filters_applied, a 400 with an export (docs/api.md, Facets and ids).
 FACET_PARAMETERS = ("facet", "facet_size")
 
 NO_QUERY = NoQuerySchema()

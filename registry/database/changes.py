@@ -1,4 +1,5 @@
-"""The change sets of generations (contract 10): pages, exports and the list of generations.
+"""The change sets of generations (docs/api.md, Changes between generations): pages, exports and the
+list of generations.
 
 Each generation stores its change set beside its graph (sql/load/build_changes.sql, numbered
 by sql/load/number_changes.sql): changes, change_blocks, change_counts and the change_lines
@@ -120,7 +121,7 @@ def list_generations(
     conn: psycopg.Connection, schema: str = LIVE_SCHEMA
 ) -> tuple[Stamp, GenerationList]:
     """The stamp of the generation in schema and every generation up to it whose change set
-    or graph is kept, newest first (contract 12)."""
+    or graph is kept, newest first (docs/api.md, Changes since any generation)."""
     rows = all_rows(conn, change_statement("changes/list_generations", schema))
     assert rows  # the generation read is kept
     listed = [
@@ -159,7 +160,8 @@ def open_change_export(
 
 
 def oldest_since(conn: psycopg.Connection, generation: int) -> int | None:
-    """The oldest since of generation (contract 12): the smallest m such that the change set
-    of every generation after m, up to generation, is kept; None when none was produced."""
+    """The oldest since of generation (docs/api.md, Changes since any generation): the smallest m
+    such that the change set of every generation after m, up to generation, is kept; None when none
+    was produced."""
     since = scalar(conn, QUERIES["changes/get_oldest_since"], {"generation": generation})
     return None if since is None else int(since)

@@ -73,7 +73,8 @@ _EXPORT = {
 
 
 class SinceNotProduced(Exception):
-    """since=m, well-formed, that this registry never produced (404, contract 12)."""
+    """since=m, well-formed, that this registry never produced (404, docs/api.md, Changes since any
+    generation)."""
 
     def __init__(self, since: int, current: int | None):
         super().__init__(f"generation {since} was never produced")
@@ -82,7 +83,8 @@ class SinceNotProduced(Exception):
 
 
 class SinceNewer(Exception):
-    """since=m, a generation produced after the one answered (400, contract 12)."""
+    """since=m, a generation produced after the one answered (400, docs/api.md, Changes since any
+    generation)."""
 
     def __init__(self, since: int, generation: int):
         super().__init__(f"generation {since} is newer than the generation answered ({generation})")
@@ -91,7 +93,8 @@ class SinceNewer(Exception):
 
 
 class ChangesDropped(Exception):
-    """since=m older than the oldest since of the generation answered (410, contract 12)."""
+    """since=m older than the oldest since of the generation answered (410, docs/api.md, Changes
+    since any generation)."""
 
     def __init__(self, since: int, oldest_since: int, current: int | None):
         super().__init__(f"the changes since generation {since} are no longer kept")
@@ -116,7 +119,8 @@ class SincePage:
 
     def check(self, generation: int) -> None:
         """Raise SinceNotProduced, SinceNewer or ChangesDropped unless the since answers for
-        generation (contract 12: 404 whatever its size, then 400, then 410)."""
+        generation (docs/api.md, Changes since any generation: 404 whatever its size, then 400, then
+        410)."""
         if not self.produced:
             raise SinceNotProduced(self.since, self.current)
         if self.since > generation:

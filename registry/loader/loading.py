@@ -101,7 +101,7 @@ INDEX_STEPS = ("load/add_read_indexes", "search_indexes", "origin_docs")
 
 
 class LoadRejected(Exception):
-    """The document breaks the contract; nothing was changed."""
+    """The document breaks the rules of the graph document; nothing was changed."""
 
     def __init__(self, problems: list[Problem], total: int):
         super().__init__(f"{total} problem(s) in the graph document")
@@ -140,7 +140,8 @@ class LoadResult:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How a load may go: a dry run, and the guards against wiping the registry (contract 10)."""
+    """How a load may go: a dry run, and the guards against wiping the registry (docs/loading.md,
+    Dry run and guards)."""
 
     dry_run: bool = False
     allow_empty: bool = False
@@ -164,9 +165,9 @@ def load_document(
 
     The committed graph is a new generation; the newest keep_generations are kept, older ones
     are dropped once it has committed, and so are change sets past the newest keep_changes
-    (raised to keep_generations when below it: contract 12). A dry run does everything up
-    to the commit, change set included, then rolls it all back: no generation number is
-    taken, nothing is dropped.
+    (raised to keep_generations when below it: docs/api.md, Changes since any generation). A dry run
+    does everything up to the commit, change set included, then rolls it all back: no generation
+    number is taken, nothing is dropped.
     """
     options = options or LoadOptions()
     if keep_generations < 1:
@@ -251,8 +252,8 @@ def load_document(
 
 
 def _refuse_dry_run_before_upgrade(conn: psycopg.Connection) -> None:
-    """A dry run changes nothing (contract 10), migrations included: on a database that
-    needs an upgrade it is refused with LoadRefused, before the document is read."""
+    """A dry run changes nothing (docs/loading.md, Dry run and guards), migrations included: on a
+    database that needs an upgrade it is refused with LoadRefused, before the document is read."""
     pending = pending_migrations(conn)
     if pending:
         raise LoadRefused(

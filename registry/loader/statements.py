@@ -184,8 +184,9 @@ def record_generation(
     # INSERT ... RETURNING of one row
     params = {"origins": origins, "previous": previous, **changes}
     row = one_row(conn, QUERIES["load/record_generation"], params)
-    # The change set outlives the graph (contract 12): copied to change_log, with the net
-    # changes from every kept since to this generation, before the generation goes live.
+    # The change set outlives the graph (docs/api.md, Changes since any generation): copied to
+    # change_log, with the net changes from every kept since to this generation, before the
+    # generation goes live.
     conn.execute(QUERIES["load/record_change_log"])
     conn.execute(QUERIES["load/build_net_changes"])
     if retired is None:
@@ -219,9 +220,9 @@ def drop_retired_generations(conn: psycopg.Connection, keep: int) -> None:
 
 
 def drop_retired_change_sets(conn: psycopg.Connection, keep: int) -> None:
-    """Drop the change sets past the newest keep (contract 12), oldest first, each in its own
-    transaction. Deleting rows never waits for readers: one that began before still reads
-    them in its snapshot (an export of changes since an old generation ends whole).
+    """Drop the change sets past the newest keep (docs/api.md, Changes since any generation), oldest
+    first, each in its own transaction. Deleting rows never waits for readers: one that began before
+    still reads them in its snapshot (an export of changes since an old generation ends whole).
 
     Each drop holds the load lock, and picks its change set under it. A drop raises the
     oldest since of every kept generation and fixes their net changes (drop_change_set.sql);

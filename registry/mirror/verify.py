@@ -1,6 +1,6 @@
 """`registry mirror verify`: the copy's digest recomputed from every record it holds, and
 compared with its mirror row's and, with --url, with the service's for that generation
-(docs/mirror.md, "verify")."""
+(docs/mirror.md, "Commands")."""
 
 from __future__ import annotations
 

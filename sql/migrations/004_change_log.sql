@@ -1,8 +1,8 @@
--- Change sets kept longer than graphs (contract 12). A generation's change set (contract 10)
--- used to live only in its graph's schema and went with it; now each load also copies it
--- into registry_meta.change_log, which keeps the newest REGISTRY_KEEP_CHANGES change sets
--- whether or not their graphs are still kept. A kept change set costs rows in proportion to
--- its changes, never to the graph.
+-- Change sets kept longer than graphs (docs/api.md, Changes since any generation). A generation's
+-- change set (docs/api.md, Changes between generations) used to live only in its graph's schema and
+-- went with it; now each load also copies it into registry_meta.change_log, which keeps the newest
+-- REGISTRY_KEEP_CHANGES change sets whether or not their graphs are still kept. A kept change set
+-- costs rows in proportion to its changes, never to the graph.
 --
 -- registry_meta.generations says whether each generation's change set is still kept
 -- (changes_dropped_at, set when its rows are deleted, or at once for a change set that was
@@ -11,10 +11,10 @@ ALTER TABLE registry_meta.generations
     ADD COLUMN change_bytes       bigint,
     ADD COLUMN changes_dropped_at timestamptz;
 
--- One row per origin per kept change set: the change as contract 10 states it, the records
--- before and after as the API answered them (text, exactly as sent), their content hashes
--- (md5 as uuid, as origin_doc_hashes), the hashes of their four top-level blocks in the order
--- origin, governance, bans, presentations (NULL in a database's first change set, which
+-- One row per origin per kept change set: the change as docs/api.md, Changes between generations
+-- states it, the records before and after as the API answered them (text, exactly as sent), their
+-- content hashes (md5 as uuid, as origin_doc_hashes), the hashes of their four top-level blocks in
+-- the order origin, governance, bans, presentations (NULL in a database's first change set, which
 -- nothing compares), and the name and address of each side (for the CSV of net changes).
 CREATE TABLE registry_meta.change_log (
     generation     bigint NOT NULL,
@@ -43,13 +43,13 @@ ALTER TABLE registry_meta.change_log
 -- Retention deletes one generation's rows; the net changes of a load read the kept ones.
 CREATE INDEX change_log_generation_idx ON registry_meta.change_log (generation);
 
--- The net changes from any kept since m to generation n (contract 12), built by the load
--- that produced n (and kept while n's graph is kept). For each origin id in the change sets
--- after the oldest since up to n, each version of its record that differs from its record at
--- n has one row, valid for since in [lo, until): that version is the record as it was just
--- before the change of generation `until` (change_log (id, until).before), and the record at
--- n is change_log (id, last).after, last being the origin's last change up to n. So the net
--- changes of (m, n) are the rows of n with lo <= m < until: at most one per origin id.
+-- The net changes from any kept since m to generation n (docs/api.md, Changes since any
+-- generation), built by the load that produced n (and kept while n's graph is kept). For each
+-- origin id in the change sets after the oldest since up to n, each version of its record that
+-- differs from its record at n has one row, valid for since in [lo, until): that version is the
+-- record as it was just before the change of generation `until` (change_log (id, until).before),
+-- and the record at n is change_log (id, last).after, last being the origin's last change up to n.
+-- So the net changes of (m, n) are the rows of n with lo <= m < until: at most one per origin id.
 CREATE TABLE registry_meta.net_changes (
     generation bigint NOT NULL,
     id         uuid NOT NULL,

@@ -1,8 +1,9 @@
 -- Returns one row: the stamp (generation, commit time, digest) of the graph in schema {graph},
--- and the facet counts (contract 13) of a listing of one network narrowed by a station or flag
--- combinations or both (each null: any; the network alone is count_facets_of_network.sql), as
--- count_facets_of_all.sql returns them, summed from the network's rows of facet_combo_counts
--- (a row per station and combination, read through facet_combo_counts_network_idx).
+-- and the facet counts (docs/api.md, Facets and ids) of a listing of one network narrowed by a
+-- station or flag combinations or both (each null: any; the network alone is
+-- count_facets_of_network.sql), as count_facets_of_all.sql returns them, summed from the network's
+-- rows of facet_combo_counts (a row per station and combination, read through
+-- facet_combo_counts_network_idx).
 WITH groups AS MATERIALIZED (
     SELECT c.network_id, c.station, c.combo, c.n
     FROM {graph}.facet_combo_counts AS c

@@ -1,6 +1,6 @@
 """`registry mirror verify --url` against a real gunicorn: the copy's records, its mirror row
 and the digest /registry/generations gives must agree; --repair exports again where they do
-not (docs/mirror.md, "verify")."""
+not (docs/mirror.md, "Commands")."""
 
 from __future__ import annotations
 

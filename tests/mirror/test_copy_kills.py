@@ -1,5 +1,5 @@
 """A mirror killed with SIGKILL at any instant of a step holds the generation before it or the
-one after it, whole, and the next run converges (docs/mirror.md, "Atomic").
+one after it, whole, and the next run converges (docs/mirror.md, "Atomicity").
 
 The registry holds a demo graph of 15,000 origins and then its changed twin (`registry demo
 --changes 0.4`: 6,000 origins added, removed or changed), read through a relay that sends each

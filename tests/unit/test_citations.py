@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tests.unit.repo_paths import (
     ROOT,
     headings,
@@ -39,8 +37,6 @@ OUTSIDE = (
     # a section sign and a number, other than an RFC's
     re.compile(rf"(?<!RFC \d{{4}} ){_SIGN}\s?\d"),
 )
-# Pages that other branches add, cited before they land; each must still be missing here.
-PENDING = {"docs/mirror.md": "`registry mirror`'s page, written beside the command"}
 PAGE = r"(?P<page>docs/[\w.-]+\.md|README\.md|ARCHITECTURE\.md)"
 # `PAGE`, "Heading" / PAGE, Heading (up to the end of the clause) / "Heading" in PAGE
 SECTION_AFTER = re.compile(rf'`?{PAGE}`?,\s+(?:"(?P<quoted>[^"\n]+)"|(?P<plain>[A-Z][^;:()"\n]*))')
@@ -69,12 +65,12 @@ def outside_citations() -> list[str]:
 
 
 def missing_paths() -> list[str]:
-    """Every project path a tracked file names that does not exist (pending pages aside)."""
+    """Every project path a tracked file names that does not exist."""
     return sorted(
         f"{name}: {path}"
         for name, text in texts()
         for path in named_paths(text)
-        if not path_exists(path) and path.rstrip(".") not in PENDING
+        if not path_exists(path)
     )
 
 
@@ -99,8 +95,6 @@ def unknown_sections() -> list[str]:
         for pattern in (SECTION_AFTER, SECTION_BEFORE):
             for match in pattern.finditer(text):
                 page = match.group("page")
-                if page in PENDING and not path_exists(page):
-                    continue
                 quoted = match.group("quoted") is not None
                 cited = match.group("quoted") if quoted else match.group("plain")
                 if path_exists(page) and not names_a_section(page, cited, quoted):
@@ -132,10 +126,3 @@ def test_every_section_cited_is_a_heading():
     """ "docs/api.md, Errors" and `"Health" in docs/operations.md` name headings of those pages."""
     found = unknown_sections()
     assert not found, "no such heading:\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize("page", sorted(PENDING))
-def test_pending_pages_are_still_pending(page: str):
-    """A page cited before its branch landed is allowed only while it is missing: once it is
-    here, its paths and sections are checked like any other's."""
-    assert not path_exists(page), f"{page} is in the repository now: remove it from PENDING"
