@@ -10,21 +10,12 @@ from typing import IO, Any
 
 import psycopg
 
-from registry.database.conninfo import resolve_database_url, writer_conninfo
+from registry.database.conninfo import connect_primary
 from registry.settings import keep_changes
 
 # How long `registry db vacuum` waits for older snapshots at most: an export read at 10 KB/s
 # can last a day; a week covers any the service would let finish.
 VACUUM_WAIT_S = 7 * 24 * 3600.0
-
-
-def _connect(settings: dict[str, Any]) -> psycopg.Connection:
-    """An autocommit connection to the primary of the configured database.
-
-    Loads, migrations and roles change the database, so with a multi-host DATABASE_URL only
-    the primary will do (target_session_attrs=primary), whatever the URL says.
-    """
-    return psycopg.connect(writer_conninfo(resolve_database_url(settings)), autocommit=True)
 
 
 def database_failure(error: psycopg.Error) -> str:
@@ -61,7 +52,7 @@ def command_load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         progress = TerminalProgress(sys.stderr, _file_size(stream), stream.tell)
     try:
         try:
-            conn = _connect(settings)
+            conn = connect_primary(settings)
         except psycopg.OperationalError as error:
             progress.close()
             reason = (str(error).strip() or type(error).__name__).splitlines()[0]
@@ -161,7 +152,7 @@ def command_db_vacuum(args: argparse.Namespace, settings: dict[str, Any]) -> int
     from registry.database.rows import one_row, scalar
     from registry.loader import visibility
 
-    with _connect(settings) as conn:
+    with connect_primary(settings) as conn:
         if not scalar(conn, QUERIES["meta/graph_exists"]):
             print("registry db vacuum: no graph loaded yet; nothing to do")
             return 0

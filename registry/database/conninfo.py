@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from registry.database.embedded import embedded_database_url, existing_embedded_database_url
@@ -191,3 +192,12 @@ def connection_kwargs(settings: Mapping[str, Any], conninfo: str) -> dict[str, A
     else:
         kwargs["options"] = session_options(settings)
     return kwargs
+
+
+def connect_primary(settings: Mapping[str, Any]) -> psycopg.Connection:
+    """An autocommit connection to the primary of the configured database.
+
+    Loads, migrations and roles change the database, so with a multi-host DATABASE_URL only
+    the primary will do (target_session_attrs=primary), whatever the URL says.
+    """
+    return psycopg.connect(writer_conninfo(resolve_database_url(settings)), autocommit=True)

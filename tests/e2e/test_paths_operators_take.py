@@ -202,7 +202,8 @@ def test_a_plain_pip_install_loads_and_serves_from_another_folder(
 
 def test_serve_dev_prints_a_token_and_curl_lines_that_work(database_factory, tmp_path: Path):
     """`registry serve --dev` (what `make run` does): the printed export and curl lines, run
-    as printed by a shell, answer 200 with JSON."""
+    as printed by a shell, answer 200 with JSON, and the printed `registry mirror sync` line
+    makes a copy proven at the newest generation."""
     port = free_port()
     server = subprocess.Popen(
         [
@@ -232,7 +233,7 @@ def test_serve_dev_prints_a_token_and_curl_lines_that_work(database_factory, tmp
         printed: list[str] = []
         for line in server.stdout:
             printed.append(line.strip())
-            if "/registry/changes?" in line:
+            if " mirror sync " in line:
                 break
         exports = [line for line in printed if line.startswith("export TOKEN=")]
         curls = [line for line in printed if line.startswith("curl ")]
@@ -253,6 +254,20 @@ def test_serve_dev_prints_a_token_and_curl_lines_that_work(database_factory, tmp
             assert answer["success"] is True
             if "/registry/changes" in curl:  # the demo's twin, loaded second, changed some
                 assert answer["generation"] == 2 and answer["changes"], answer
+        # The mirror line too, in a folder of its own: a copy proven at generation 2.
+        mirrors = [line for line in printed if " mirror sync " in line]
+        assert len(mirrors) == 1 and mirrors[0].startswith("REGISTRY_TOKEN=$TOKEN "), printed
+        done = subprocess.run(
+            ["bash", "-c", f"set -e; {exports[0]}; {mirrors[0]}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        assert done.stderr.strip().endswith("exported generation 2: 100 origins, digest ok")
+        assert (tmp_path / "mirror.sqlite").is_file()
     finally:
         stop(server)
         if server.stdout is not None:

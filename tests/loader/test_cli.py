@@ -226,7 +226,7 @@ def test_the_dev_demo_keeps_what_the_settings_say(database_factory: Callable[[],
     """`registry serve --dev` loads its demo and the demo's twin as two loads that keep
     generations and change sets as REGISTRY_KEEP_GENERATIONS and REGISTRY_KEEP_CHANGES say:
     with one of each, the twin's load drops the demo's graph and its change set alike."""
-    from registry.cli import _load_dev_demo
+    from registry.serve_command import _load_dev_demo
     from registry.settings import DEFAULTS, settings_from_environ
 
     environ = {"REGISTRY_KEEP_GENERATIONS": "1", "REGISTRY_KEEP_CHANGES": "1"}
