@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import psycopg
 from psycopg.adapt import Buffer, Loader
+from psycopg.rows import dict_row
 
 from registry.database.generations import Stamp, graph_statement, read_generation, row_stamp
 from registry.database.queries import QUERIES
@@ -87,7 +88,7 @@ class KeysetRows:
         # The simple query protocol: the server drops each batch's portal as its statement
         # ends. The extended protocol's unnamed portal would stay open until the next batch,
         # its index scan (stopped at the batch's LIMIT) pinning the page it stands on.
-        self._cursor = psycopg.ClientCursor(conn)
+        self._cursor = psycopg.ClientCursor(conn, row_factory=dict_row)
         self._cursor.adapters.register_loader("text", _RawText)
         self._statement = statement
         self._params = params
@@ -99,10 +100,10 @@ class KeysetRows:
             return []
         params = {**self._params, "from": self._from, "batch": size}
         rows = self._cursor.execute(self._statement, params).fetchall()
-        last = int(rows[-1][0]) if rows else None
+        last = rows[-1]["id"].int if rows else None
         ended = len(rows) < size or last == _LAST_UUID
         self._from = None if ended or last is None else uuid.UUID(int=last + 1)
-        return [(line,) for _, line in rows]
+        return [(row["line"],) for row in rows]
 
     def close(self) -> None:
         """Close the client-side cursor."""

@@ -15,7 +15,7 @@
 WITH n AS MATERIALIZED (
     SELECT %(generation)s::bigint AS generation, %(oldest)s::bigint AS since
 )
-SELECT l.id, l.{column}
+SELECT l.id, l.{column} AS line
 FROM (SELECT x.id,
              registry_meta.net_change_json(
                  x.id, x.kind, x.blocks, b.before,

@@ -26,6 +26,8 @@ FETCHES = {"fetchone", "fetchall", "fetchmany"}
 # (file, function) that fetch one column through a server-side cursor, unpacked as one.
 ONE_COLUMN_STREAMS = {
     ("registry/database/exports.py", "fetch_export_batch"),
+    # a since export's keyset batch, read by name (id, line) from a client-side cursor
+    ("registry/database/exports.py", "fetchmany"),
 }
 
 
