@@ -12,7 +12,7 @@ CLUSTER_ORIGINS ?= 10000
 # runs), and pytest rewrote every test module's asserts again in each of its processes.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install run stop test test-db test-cluster lint bench bench-changes bench-since loadtest faulttest cluster clean
+.PHONY: install run stop test test-db test-cluster lint bench bench-changes bench-since bench-mirror loadtest faulttest cluster clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,11 @@ bench-changes: install
 bench-since: install
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python -m devtools.bench_since --origins $(ORIGINS) $(BENCH_ARGS)
+
+## make bench-mirror [ORIGINS=100000]: registry mirror (docs/mirror.md): first syncs into SQLite and
+## PostgreSQL beside curl's export, a step of one twin, an unchanged poll, a step after missed loads, verify
+bench-mirror: install
+	$(BIN)/python -m devtools.bench_mirror --origins $(ORIGINS) $(BENCH_ARGS)
 
 ## make loadtest [ORIGINS=100000]: 60 s of mixed URLs through nginx at 64 connections (wrk)
 loadtest: install

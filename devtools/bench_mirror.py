@@ -1,0 +1,202 @@
+"""What `registry mirror` costs (docs/mirror.md), in scratch databases of its own.
+
+python -m devtools.bench_mirror --origins 1000000 [--missed 10] [--polls 200]
+
+The demo is loaded and served by the production gunicorn set-up; then, in one run:
+
+- the first sync into SQLite and into PostgreSQL, each beside the same NDJSON export read by
+  curl into /dev/null (the best of three curl runs, taken before and after), as a ratio;
+  the mirror's peak resident size (the process's own maximum, from wait4);
+- a twin of 1 % of the origins is loaded (the twin generator of `registry demo --changes`,
+  as in devtools.bench_since), and one step of each copy applies it;
+- an unchanged poll: the step `--follow` takes when nothing was loaded (a 304), timed in
+  this process over --polls runs, p50 and p99;
+- --missed further twins are loaded while the copies wait, then one step each, beside the
+  bytes and time of the export it replaces (the newest generation, by curl);
+- `registry mirror verify` of each whole copy, against the service too.
+
+Nothing asserts: it reports. The databases and files are dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from psycopg.conninfo import conninfo_to_dict
+
+from devtools.bench_changes import REPO, load, scratch_database
+from devtools.bench_since import served, twin_fractions
+from devtools.bench_targets import demo_document, twin_document
+from devtools.production_stack import Gunicorn
+from registry.database.conninfo import resolve_database_url
+from registry.mirror.client import Client
+from registry.mirror.progress import progress_for
+from registry.mirror.steps import Step
+from registry.mirror.stores import open_store
+from registry.settings import load_settings
+
+CURL_RUNS = 3
+
+
+def as_url(conninfo: str) -> str:
+    """A postgresql:// URL for a libpq conninfo: what `--into` takes for PostgreSQL."""
+    parts = conninfo_to_dict(conninfo)
+    user = quote(str(parts.get("user", "")))
+    host = str(parts.get("host", "localhost"))
+    port = parts.get("port", 5432)
+    return f"postgresql://{user}@{host}:{port}/{quote(str(parts['dbname']))}"
+
+
+def curl_export(server: Gunicorn, token: str, path: str = "/registry/origins") -> tuple[float, int]:
+    """An NDJSON export (the newest generation's, unless path says) read by curl into
+    /dev/null: seconds, bytes."""
+    done = subprocess.run(
+        ["curl", "-s", "-f", "-o", "/dev/null", "-w", "%{time_total} %{size_download}",
+         "-H", f"Authorization: Bearer {token}", "-H", "Accept: application/x-ndjson",
+         f"{server.base}{path}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    seconds, size = done.stdout.split()
+    return float(seconds), int(size)
+
+
+def best_curl(server: Gunicorn, token: str) -> tuple[float, int]:
+    """The fastest of CURL_RUNS exports."""
+    return min(curl_export(server, token) for _ in range(CURL_RUNS))
+
+
+def high_water_mb(pid: int) -> float | None:
+    """The process's peak resident size so far (VmHWM), in MB; None once it has gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def mirror(args: list[str], token: str) -> tuple[float, float, str]:
+    """`registry mirror ...` in a process of its own: seconds, peak RSS in MB, its last line.
+
+    The peak is the process's own high-water mark, read from /proc while it runs (wait4's
+    figure would count the image of this process, which the child is forked from)."""
+    env = {**os.environ, "REGISTRY_TOKEN": token, "PYTHONPATH": str(REPO)}
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "registry.cli", "mirror", *args],
+            cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        peak = 0.0
+        while process.poll() is None:
+            peak = max(peak, high_water_mb(process.pid) or 0.0)
+            time.sleep(0.02)
+        seconds = time.monotonic() - started
+        output.seek(0)
+        text = output.read().decode()
+    if process.returncode != 0:
+        raise SystemExit(f"registry mirror {' '.join(args)} exited {process.returncode}:\n{text}")
+    return seconds, peak, text.strip().splitlines()[-1]
+
+
+def unchanged_polls(url: str, target: str, token: str, polls: int) -> list[float]:
+    """The step --follow takes when nothing was loaded, timed in this process (ms)."""
+    store = open_store(target, create=False)
+    assert store is not None
+    client = Client(url, token)
+    step = Step(client, store, url, lambda _line: None, progress_for(sys.stderr), threading.Event())
+    try:
+        step.run(False)  # the connection is open from here on, as in --follow
+        times = []
+        for _ in range(polls):
+            started = time.perf_counter()
+            step.run(False)
+            times.append(1000 * (time.perf_counter() - started))
+        return sorted(times)
+    finally:
+        client.close()
+        store.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load, sync, step, verify; print each figure."""
+    parser = argparse.ArgumentParser(prog="python -m devtools.bench_mirror")
+    parser.add_argument("--origins", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--missed", type=int, default=10)
+    parser.add_argument("--polls", type=int, default=200)
+    parser.add_argument("--cache", default=str(REPO / ".bench"))
+    args = parser.parse_args(argv)
+    cache = Path(args.cache)
+    demo = demo_document(args.origins, args.seed, cache)
+    twins = [
+        twin_document(args.origins, args.seed, cache, f) for f in twin_fractions(1 + args.missed)
+    ]
+    server = resolve_database_url(load_settings())
+    with (
+        scratch_database(server, f"registry_bench_mirror_{args.origins}") as conninfo,
+        scratch_database(server, f"registry_bench_mirror_copy_{args.origins}") as copy_db,
+        tempfile.TemporaryDirectory(prefix="registry-bench-mirror-") as folder,
+    ):
+        print(f"demo: {demo.name}", flush=True)
+        load(REPO, conninfo, demo)
+        sqlite = str(Path(folder) / "copy.sqlite")
+        copies = {"SQLite": sqlite, "PostgreSQL": as_url(copy_db)}
+        with served(conninfo) as (stack, token):
+            url = stack.base
+            for store, target in copies.items():
+                before = best_curl(stack, token)
+                seconds, rss, line = mirror(["sync", "--url", url, "--into", target], token)
+                after = best_curl(stack, token)
+                curl = min(before, after)
+                print(f"first sync into {store}: {seconds:.1f} s, {seconds / curl[0]:.2f}x the "
+                      f"export read by curl ({curl[0]:.1f} s, {curl[1] / 1e6:.0f} MB); "
+                      f"peak RSS {rss:.0f} MB; {line}", flush=True)  # fmt: skip
+            print(f"twin 1: {twins[0].name}", flush=True)
+            load(REPO, conninfo, twins[0])
+            for store, target in copies.items():
+                seconds, rss, line = mirror(["sync", "--url", url, "--into", target], token)
+                print(f"a step of one 1 % twin, {store}: {seconds:.2f} s (the whole process; "
+                      f"peak RSS {rss:.0f} MB); {line}", flush=True)  # fmt: skip
+            for store, target in copies.items():
+                times = unchanged_polls(url, target, token, args.polls)
+                p50, p99 = times[len(times) // 2], times[int(len(times) * 0.99) - 1]
+                print(f"an unchanged poll, {store}: p50 {p50:.1f} ms, p99 {p99:.1f} ms "
+                      f"({args.polls} polls)", flush=True)  # fmt: skip
+            _, _, status = mirror(["status", "--into", sqlite], token)
+            since = json.loads(status)["generation"]
+            for number, path in enumerate(twins[1:], start=2):
+                print(f"twin {number}: {path.name}", flush=True)
+                load(REPO, conninfo, path)
+            export = best_curl(stack, token)
+            changes = min(
+                curl_export(stack, token, f"/registry/changes?since={since}")
+                for _ in range(CURL_RUNS)
+            )
+            print(f"since={since} by curl: {changes[0]:.2f} s, {changes[1] / 1e6:.1f} MB; the "
+                  f"export: {export[0]:.1f} s, {export[1] / 1e6:.0f} MB", flush=True)  # fmt: skip
+            for store, target in copies.items():
+                seconds, rss, line = mirror(["sync", "--url", url, "--into", target], token)
+                print(f"one step after {args.missed} missed loads, {store}: {seconds:.2f} s "
+                      f"beside the export it replaces ({export[0]:.1f} s, "
+                      f"{export[1] / 1e6:.0f} MB); {line}", flush=True)  # fmt: skip
+            for store, target in copies.items():
+                seconds, rss, line = mirror(["verify", "--into", target, "--url", url], token)
+                print(f"verify, {store}: {seconds:.1f} s (peak RSS {rss:.0f} MB); {line}",
+                      flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
