@@ -1,12 +1,14 @@
 """What this code's load of a twin costs against another revision's, taking turns.
 
-python -m devtools.load_compare --baseline REV [--origins 1000000] [--rounds 2]
+python -m devtools.load_compare --baseline REV [--against REV2] [--origins 1000000] [--rounds 2]
 
 Each round loads, for the baseline's code (a `git worktree` of REV) and then for this
-checkout's, the demo and then its first twin (`make bench-since`'s documents, cached in
-`.bench/`) into a fresh database of DATABASE_URL's server, each by `registry load` in a
-process of its own, and prints the twin's load time and phases. A single pair of loads moves
-with the machine by several per cent; rounds in turns put the two codes in the same minutes.
+checkout's (or, with --against, REV2's, in a worktree of its own: one change measured alone,
+its commit against its parent), the demo and then its first twin (`make bench-since`'s
+documents, cached in `.bench/`) into a fresh database of DATABASE_URL's server, each by
+`registry load` in a process of its own, and prints the twin's load time and phases. A single
+pair of loads moves with the machine by several per cent; rounds in turns put the two codes
+in the same minutes.
 Nothing asserts: it reports. The databases are dropped at the end (docs/performance.md).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 
 from devtools.bench_changes import REPO, load, scratch_database, worktree
 from devtools.bench_targets import demo_document, twin_document
@@ -28,15 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--origins", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--against", metavar="REV2", help="instead of this checkout")
     args = parser.parse_args(argv)
     cache = REPO / ".bench"
     demo = demo_document(args.origins, args.seed, cache)
     twin = twin_document(args.origins, args.seed, cache, 0.01)
     server = resolve_database_url(load_settings())
-    times: dict[str, list[float]] = {args.baseline: [], "this code": []}
-    with worktree(args.baseline) as tree:
+    ours_label = args.against or "this code"
+    times: dict[str, list[float]] = {args.baseline: [], ours_label: []}
+    with (
+        worktree(args.baseline) as tree,
+        worktree(args.against) if args.against else nullcontext(REPO) as ours,
+    ):
         for number in range(1, args.rounds + 1):
-            for label, code in ((args.baseline, tree), ("this code", REPO)):
+            for label, code in ((args.baseline, tree), (ours_label, ours)):
                 with scratch_database(server, f"registry_load_compare_{args.origins}") as url:
                     load(code, url, demo)
                     seconds, phases = load(code, url, twin)
@@ -44,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                 steps = ", ".join(f"{name} {value:.1f}" for name, value in phases.items())
                 print(f"round {number}, {label}: the twin in {seconds:.1f} s ({steps})",
                       flush=True)  # fmt: skip
-    base, ours = (sum(values) / len(values) for values in times.values())
-    print(f"mean: {ours:.1f} s against {base:.1f} s by {args.baseline} "
-          f"({100 * (ours / base - 1):+.1f} %)")  # fmt: skip
+    base, mine = (sum(values) / len(values) for values in times.values())
+    print(f"mean: {ours_label} {mine:.1f} s against {base:.1f} s by {args.baseline} "
+          f"({100 * (mine / base - 1):+.1f} %)")  # fmt: skip
     return 0
 
 
