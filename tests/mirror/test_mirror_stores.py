@@ -158,13 +158,15 @@ def test_readers_keep_the_committed_copy_while_a_step_writes(target: str) -> Non
 
 KILLED_MID_STEP = """
 import os, signal, sys
+from registry.mirror.sqlite_store import CACHE_KIB
 from registry.mirror.stores import MirrorRow, open_store
 store = open_store(sys.argv[1], create=True)
 with store.step() as writer:
     writer.clear()
     # More than SQLite's page cache holds: the step's pages reach the write-ahead log.
     body = '{"origin": {"id": "x", "name": "%s"}}' % ("n" * 1000)
-    for start in range(0, 20000, 2000):
+    rows = (CACHE_KIB * 1024 * 3 // 2 // 1000) // 2000 * 2000
+    for start in range(0, rows, 2000):
         writer.insert([(f"svc:origin:new-{i}", body) for i in range(start, start + 2000)])
     row = MirrorRow("http://registry.example", 2, "2" * 64, None, "2026-01-02T00:00:00Z")
     writer.set_state(row)
@@ -174,8 +176,8 @@ with store.step() as writer:
 
 
 def test_a_process_killed_mid_step_leaves_the_previous_generation(target: str) -> None:
-    """kill -9 after a step cleared the copy, wrote 20,000 rows and the new mirror row,
-    before its commit: the next run finds generation 1 whole, and can step from it."""
+    """kill -9 after a step cleared the copy, wrote half as much again as SQLite's page cache
+    holds (about 100,000 rows) and the new mirror row, before its commit: the next run finds generation 1 whole, and can step from it."""
     store = opened(target)
     first_copy(store)
     before = held(store)
