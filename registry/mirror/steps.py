@@ -10,8 +10,10 @@ after the step must equal the answer's `Registry-Digest`, or the step is rolled 
 
 from __future__ import annotations
 
+import gc
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -60,7 +62,7 @@ class Step:
     def run(self, export: bool) -> int:
         """One step in one transaction: an export when `export` or when there is no copy,
         else the changes since the copy's generation. The generation reached."""
-        with self.store.step() as writer:
+        with no_cycle_collection(), self.store.step() as writer:
             copy = writer.state()
             if copy is None or export:
                 return self._export(writer)
@@ -141,6 +143,22 @@ class Step:
         writer.set_state(_row(self.url, generation, held, None))
         self.report(f"{what}, digest ok")
         return generation
+
+
+@contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused for a step. A batch holds thousands of parsed records
+    (about 40 objects each) alive at once, and the collector went over them again and again:
+    5 % of the instructions of parsing and hashing a batch (callgrind, 10,000 records). The
+    records hold no cycles and are freed by their reference counts, so nothing waits for the
+    collector."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _apply_batch(writer: Writer, changes: list[Any]) -> int:
