@@ -44,7 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         worktree(args.against) if args.against else nullcontext(REPO) as ours,
     ):
         for number in range(1, args.rounds + 1):
-            for label, code in ((args.baseline, tree), (ours_label, ours)):
+            # In turns, and the other way round every second round (ABBA), so that a machine
+            # growing busier or quieter through a run weighs on both codes alike.
+            turns = [(args.baseline, tree), (ours_label, ours)]
+            for label, code in turns if number % 2 else turns[::-1]:
                 with scratch_database(server, f"registry_load_compare_{args.origins}") as url:
                     load(code, url, demo)
                     seconds, phases = load(code, url, twin)
