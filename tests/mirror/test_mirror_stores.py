@@ -177,7 +177,8 @@ with store.step() as writer:
 
 def test_a_process_killed_mid_step_leaves_the_previous_generation(target: str) -> None:
     """kill -9 after a step cleared the copy, wrote half as much again as SQLite's page cache
-    holds (about 100,000 rows) and the new mirror row, before its commit: the next run finds generation 1 whole, and can step from it."""
+    holds (about 100,000 rows) and the new mirror row, before its commit: the next run finds
+    generation 1 whole, and can step from it."""
     store = opened(target)
     first_copy(store)
     before = held(store)
