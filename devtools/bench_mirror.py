@@ -36,15 +36,12 @@ import time
 import urllib.request
 from contextlib import nullcontext
 from pathlib import Path
-from urllib.parse import quote
-
-from psycopg.conninfo import conninfo_to_dict
 
 from devtools.bench_changes import REPO, load, scratch_database
 from devtools.bench_since import served, twin_fractions
 from devtools.bench_targets import demo_document, twin_document
 from devtools.production_stack import Gunicorn
-from registry.database.conninfo import resolve_database_url, with_database
+from registry.database.conninfo import as_url, resolve_database_url, with_database
 from registry.mirror.client import Client
 from registry.mirror.progress import progress_for
 from registry.mirror.steps import Step
@@ -52,15 +49,6 @@ from registry.mirror.stores import open_store
 from registry.settings import load_settings
 
 CURL_RUNS = 2
-
-
-def as_url(conninfo: str) -> str:
-    """A postgresql:// URL for a libpq conninfo: what `--into` takes for PostgreSQL."""
-    parts = conninfo_to_dict(conninfo)
-    user = quote(str(parts.get("user", "")))
-    host = str(parts.get("host", "localhost"))
-    port = parts.get("port", 5432)
-    return f"postgresql://{user}@{host}:{port}/{quote(str(parts['dbname']))}"
 
 
 def curl_export(server: Gunicorn, token: str, path: str = "/registry/origins") -> tuple[float, int]:

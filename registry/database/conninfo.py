@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -43,6 +44,14 @@ def with_database(conninfo: str, dbname: str) -> str:
     params = conninfo_to_dict(conninfo)
     params["dbname"] = dbname
     return make_conninfo("", **params)
+
+
+def as_url(conninfo: str) -> str:
+    """A conninfo as a postgresql:// URL (what `registry mirror --into` takes): the database
+    in the path, every other parameter, a socket folder as host included, in the query."""
+    parts = {key: str(value) for key, value in conninfo_to_dict(conninfo).items()}
+    name = quote(parts.pop("dbname"), safe="")
+    return f"postgresql:///{name}?{urlencode(parts)}"
 
 
 def with_user(conninfo: str, user: str) -> str:

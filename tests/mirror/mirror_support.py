@@ -7,22 +7,13 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import orjson
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
+from registry.database.conninfo import as_url
 from registry.mirror.stores import open_store
-
-
-def postgres_url(conninfo: str) -> str:
-    """A test database's conninfo as the postgresql:// URL `--into` takes (libpq reads
-    every other parameter, a socket folder as host included, from the query)."""
-    parts = {key: str(value) for key, value in conninfo_to_dict(conninfo).items()}
-    name = quote(parts.pop("dbname"), safe="")
-    return f"postgresql:///{name}?{urlencode(parts)}"
 
 
 def make_target(request: pytest.FixtureRequest, folder: Path, kind: str) -> str:
@@ -30,7 +21,7 @@ def make_target(request: pytest.FixtureRequest, folder: Path, kind: str) -> str:
     if kind == "sqlite":
         return str(folder / "copy.sqlite")
     factory: Callable[[], str] = request.getfixturevalue("database_factory")
-    return postgres_url(factory())
+    return as_url(factory())
 
 
 Record = dict[str, Any]

@@ -89,34 +89,6 @@ def twin(origins: int, seed: int, fraction: float) -> bytes:
         return file.read()
 
 
-def origin(number: int, name: str, station: int | None = None) -> list[dict[str, Any]]:
-    """A hand-made origin (allocated at 1.<station>.0 when a station is given)."""
-    origin_id = f"svc:origin:00000000-0000-4000-8000-{number:012d}"
-    records: list[dict[str, Any]] = [
-        {
-            "type": "origin",
-            "id": origin_id,
-            "name": name,
-            "network_id": None,
-            "registry_id": None,
-            "reviewed": True,
-        }
-    ]
-    if station is not None:
-        records.append(
-            {
-                "type": "allocation",
-                "origin_id": origin_id,
-                "network": 1,
-                "station": station,
-                "channel": 0,
-                "publication_status": "published",
-                "held_at": None,
-            }
-        )
-    return records
-
-
 def graph(*origins: list[dict[str, Any]]) -> bytes:
     """A document of these hand-made origins."""
     return document([record for records in origins for record in records])

@@ -16,7 +16,8 @@ from tests.conftest import make_token
 from tests.mirror.conftest import STORES
 from tests.mirror.mirror_copy import Store
 from tests.mirror.mirror_run import assert_converged, assert_whole, sync
-from tests.mirror.registry_stack import Registry, demo, graph, origin, twin
+from tests.mirror.mirror_support import origin
+from tests.mirror.registry_stack import Registry, demo, graph, twin
 
 pytestmark = [pytest.mark.e2e]
 
