@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import tempfile
+import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,8 @@ TOKEN = make_token()
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
 NDJSON = {**ADMIN, "Accept": "application/x-ndjson"}
 MODULUS = 1 << 256
+# How many 503s one request waits out after recreate_database (each its Retry-After).
+SETTLING_TRIES = 30
 
 
 def jcs(record: Any) -> bytes:
@@ -105,6 +108,7 @@ class Registry:
     gunicorn: Gunicorn
     nginx: Nginx | None = None
     exports: dict[int, Export] = field(default_factory=dict)
+    settling: bool = False
 
     def url(self, through: str = "direct") -> str:
         """What precedes /registry: gunicorn's root, or nginx's /v1."""
@@ -129,7 +133,19 @@ class Registry:
 
     def get(self, target: str, headers: dict[str, str] | None = None) -> Answer:
         """A GET on gunicorn, as an admin unless headers say otherwise."""
-        return request(self.gunicorn.port, target, headers=ADMIN if headers is None else headers)
+        return self._send(target, ADMIN if headers is None else headers)
+
+    def _send(self, target: str, headers: dict[str, str]) -> Answer:
+        """One request; after recreate_database, a 503 with Retry-After is waited out and
+        asked again, as a client would (docs/operations.md: a worker whose connection broke
+        answers 503 until a new one lands), at most SETTLING_TRIES times."""
+        answer = request(self.gunicorn.port, target, headers=headers)
+        for _ in range(SETTLING_TRIES if self.settling else 0):
+            if answer.status != 503 or answer.header("Retry-After") is None:
+                break
+            time.sleep(float(answer.header("Retry-After") or 1))
+            answer = request(self.gunicorn.port, target, headers=headers)
+        return answer
 
     def current(self) -> int:
         """The newest generation."""
@@ -149,9 +165,7 @@ class Registry:
         and in /registry/generations."""
         if generation in self.exports:
             return self.exports[generation]
-        answer = request(
-            self.gunicorn.port, f"/registry/origins?generation={generation}", headers=NDJSON
-        )
+        answer = self._send(f"/registry/origins?generation={generation}", NDJSON)
         assert answer.status == 200, (generation, answer.status, answer.body[:300])
         assert answer.header("Registry-Generation") == str(generation)
         raw = answer.body.split(b"\n")
@@ -197,6 +211,7 @@ class Registry:
             conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         self.exports.clear()
+        self.settling = True
 
     def stop(self) -> None:
         """Stop nginx and gunicorn."""
