@@ -27,7 +27,7 @@ from registry.mirror.client import Client, Failed, Refused
 from registry.mirror.polite import GIVE_UP_AFTER_S, GaveUp, Politeness
 from registry.mirror.progress import progress_for
 from registry.mirror.steps import DigestMismatch, Step
-from registry.mirror.stores import StoreBusy, StoreUnusable, open_store, shown
+from registry.mirror.stores import NamedTwice, StoreBusy, StoreUnusable, open_store, shown
 
 OK, ERROR, USAGE = 0, 1, 2
 # --follow waits its interval give or take this share, so that mirrors started together
@@ -72,7 +72,7 @@ def _run(name: str, command: Callable[[], int]) -> int:
     except Usage as error:
         report(f"registry mirror {name}: {error}")
         return USAGE
-    except (CannotGoOn, Refused, Failed, GaveUp, StoreBusy, StoreUnusable) as error:
+    except (CannotGoOn, Refused, Failed, GaveUp, NamedTwice, StoreBusy, StoreUnusable) as error:
         report(f"registry mirror {name}: {error}")
         return ERROR
     except (sqlite3.Error, psycopg.Error) as error:

@@ -14,6 +14,7 @@ import psycopg
 
 from registry.mirror.stores import (
     MirrorRow,
+    NamedTwice,
     Snapshot,
     StoreBusy,
     StoreUnusable,
@@ -41,11 +42,18 @@ class PostgresWriter:
         """Remove every origin."""
         self.conn.execute(SQL["clear_origins"])
 
+    def index(self) -> None:
+        """Nothing: the primary key stays through an export, since dropping its index would
+        lock readers of the copy out until the export commits."""
+
     def insert(self, rows: list[tuple[str, str]]) -> None:
         """Add rows the copy does not hold, by COPY (an export writes every origin)."""
-        with self.conn.cursor().copy(SQL["copy_origins"]) as copy:
-            for row in rows:
-                copy.write_row(row)
+        try:
+            with self.conn.cursor().copy(SQL["copy_origins"]) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except psycopg.errors.UniqueViolation as error:
+            raise NamedTwice(error.diag.message_detail or error.diag.message_primary) from error
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records held for these ids."""

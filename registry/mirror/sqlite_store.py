@@ -18,6 +18,7 @@ import orjson
 
 from registry.mirror.stores import (
     MirrorRow,
+    NamedTwice,
     Snapshot,
     StoreBusy,
     StoreUnusable,
@@ -53,12 +54,24 @@ class SqliteWriter:
         return _row(self.conn)
 
     def clear(self) -> None:
-        """Remove every origin."""
+        """Remove every origin, and the id index until `index`."""
+        # Not executescript: it commits the step's transaction first.
+        self.conn.execute(SQL["drop_origins_index"])
         self.conn.execute(SQL["clear_origins"])
+
+    def index(self) -> None:
+        """Build the id index again after an export's inserts."""
+        try:
+            self.conn.execute(SQL["index_origins"])
+        except sqlite3.IntegrityError as error:
+            raise NamedTwice(error) from error
 
     def insert(self, rows: list[tuple[str, str]]) -> None:
         """Add rows the copy does not hold."""
-        self.conn.executemany(SQL["insert_origin"], rows)
+        try:
+            self.conn.executemany(SQL["insert_origin"], rows)
+        except sqlite3.IntegrityError as error:  # a copy made with the id a primary key
+            raise NamedTwice(error) from error
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records held for these ids."""
@@ -106,7 +119,11 @@ class SqliteStore:
             return None
         try:
             # Autocommit: the store says where each transaction begins and ends itself.
-            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
+            # Not bound to this thread: an export's inserts run on a thread of their own
+            # (registry/mirror/behind.py), one thread at a time.
+            conn = sqlite3.connect(
+                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")

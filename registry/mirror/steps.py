@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import orjson
 
 from registry.digest import as_hex, from_hex, record_hash, text_hash
+from registry.mirror.behind import write_behind
 from registry.mirror.body import batches, stamp, total
 from registry.mirror.client import NDJSON, Answer, Client, Failed
 from registry.mirror.stores import MirrorRow, Store, Writer, utc_now
@@ -127,15 +128,17 @@ class Step:
             digest = 0
             self.progress.start(expected)
             try:
-                for batch in batches(answer, expected, self.stop):
-                    rows = []
-                    for text, record in batch:
-                        digest += record_hash(record)
-                        rows.append((_origin_id(record), text.decode("utf-8")))
-                    writer.insert(rows)
-                    self.progress.advance(len(rows))
+                with write_behind(writer.insert) as behind:
+                    for batch in batches(answer, expected, self.stop):
+                        rows = []
+                        for text, record in batch:
+                            digest += record_hash(record)
+                            rows.append((_origin_id(record), text.decode("utf-8")))
+                        behind.put(rows)
+                        self.progress.advance(len(rows))
             finally:
                 self.progress.stop()
+            writer.index()
         held = as_hex(digest)
         what = f"exported generation {generation}: {expected} origins"
         if held != served:

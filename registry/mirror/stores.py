@@ -28,6 +28,17 @@ class StoreUnusable(Exception):
     """TARGET cannot be opened or holds tables the mirror does not recognise."""
 
 
+class NamedTwice(Exception):
+    """An export's body names one origin on two lines: it is not a generation, and the step
+    is rolled back."""
+
+    def __init__(self, detail: object):
+        super().__init__(
+            f"the export names an origin twice ({detail}): rolled back; the copy keeps its "
+            "previous generation"
+        )
+
+
 @dataclass(frozen=True)
 class MirrorRow:
     """The `mirror` row: which registry, which generation, its digest, the ETag worth
@@ -61,10 +72,15 @@ class Writer(Protocol):
         """The mirror row as this transaction sees it, or None for no copy."""
 
     def clear(self) -> None:
-        """Remove every origin (an export replaces the copy)."""
+        """Remove every origin (an export replaces the copy); until `index`, only `insert`
+        may follow."""
 
     def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add (id, record JSON) rows the copy does not hold."""
+        """Add (id, record JSON) rows the copy does not hold (called from the export's
+        writing thread, registry/mirror/behind.py)."""
+
+    def index(self) -> None:
+        """After an export's inserts: the copy is indexed by id again, its ids unique."""
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records the copy holds for these ids, as JSON text, by id."""

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.mirror.fault_proxy import Header
+from tests.mirror.fault_proxy import Header, Twice
 from tests.mirror.mirror_support import graph, held_records, make_target, origin, origin_id, tamper
 from tests.mirror.registry_harness import Registry, lines, running_registry
 
@@ -135,6 +135,30 @@ def test_a_second_mismatch_exits_1_with_the_previous_copy_kept(
     assert second.endswith("rolled back; the copy keeps its previous generation")
     assert held_records(target) == before
     assert status(registry, target)["generation"] == 1
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_an_export_naming_an_origin_twice_is_rolled_back(
+    registry: Registry, request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    """An export whose body holds as many lines as it announced, one origin on two of them:
+    exit 1 saying so, and the copy still the previous generation, its id index whole (the
+    export's rows are written behind the parsing, and the id index built after them)."""
+    target = make_target(request, tmp_path, kind)
+    registry.load(graph(origin(1, "one"), origin(2, "two")))
+    assert registry.sync(target).returncode == 0
+    before = held_records(target)
+    registry.load(graph(origin(1, "one"), origin(3, "three"), origin(4, "four")))
+    registry.proxy.faults = [Twice()]
+    done = registry.sync(target, "--reset")
+    assert done.returncode == 1, done.output
+    (line,) = lines(done)
+    assert line.startswith("registry mirror sync: the export names an origin twice ("), line
+    assert line.endswith("): rolled back; the copy keeps its previous generation"), line
+    assert held_records(target) == before
+    assert status(registry, target)["generation"] == 1
+    assert lines(registry.sync(target)) == ["generation 1 -> 2: 3 changes, digest ok"]
+    proven(registry, target, 2)
 
 
 def test_another_url_is_refused_unless_reset(registry: Registry, tmp_path: Path) -> None:

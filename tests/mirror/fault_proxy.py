@@ -1,7 +1,8 @@
 """A loopback HTTP proxy in front of a real gunicorn that plays the faults a mirror must get
 past, one per request in the order given, then passes requests through: an answer of its
 own (503, 429, 500), a body cut without its last chunk, a body ended properly one line
-short, a header rewritten. It records every request and the status answered."""
+short, a body naming one origin twice, a header rewritten. It records every request and
+the status answered."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ class Short:
 
 
 @dataclass
+class Twice:
+    """Pass the answer with its first line sent again in place of its last: as many lines as
+    it announced, one of them twice."""
+
+
+@dataclass
 class Stall:
     """Pass the answer, but hold its body half-way for this long (the proxy's `stalled`
     event says when it has begun to)."""
@@ -53,7 +60,7 @@ class Header:
     value: str
 
 
-Fault = Answer | Cut | Short | Stall | Header
+Fault = Answer | Cut | Short | Twice | Stall | Header
 
 
 @dataclass
@@ -152,6 +159,8 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 proxy.stalled.set()
                 time.sleep(fault.seconds)
                 lines = lines[len(lines) // 2 :]
+            if isinstance(fault, Twice):
+                lines = lines[:-1] + lines[:1]
             self._chunks(lines[:-1] if isinstance(fault, Short) else lines)
             self.wfile.write(b"0\r\n\r\n")
 
