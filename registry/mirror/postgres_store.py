@@ -31,6 +31,9 @@ READ_BATCH = 2000
 class PostgresWriter:
     """A step's writes, inside the transaction PostgresStore.step began."""
 
+    # The server inserts in its own process while the mirror parses the next batch.
+    inserts_behind = True
+
     def __init__(self, conn: psycopg.Connection):
         self.conn = conn
 

@@ -128,7 +128,7 @@ class Step:
             digest = 0
             self.progress.start(expected)
             try:
-                with write_behind(writer.insert) as behind:
+                with write_behind(writer.insert, writer.inserts_behind) as behind:
                     for batch in batches(answer, expected, self.stop):
                         rows = []
                         for text, record in batch:

@@ -68,6 +68,10 @@ class Snapshot:
 class Writer(Protocol):
     """What a step may do to the copy, inside its one transaction."""
 
+    # Whether an export's inserts run on a thread of their own, beside the parsing and
+    # hashing (registry/mirror/behind.py says when that pays).
+    inserts_behind: bool
+
     def state(self) -> MirrorRow | None:
         """The mirror row as this transaction sees it, or None for no copy."""
 
@@ -76,8 +80,8 @@ class Writer(Protocol):
         may follow."""
 
     def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add (id, record JSON) rows the copy does not hold (called from the export's
-        writing thread, registry/mirror/behind.py)."""
+        """Add (id, record JSON) rows the copy does not hold (from the export's writing
+        thread when `inserts_behind`)."""
 
     def index(self) -> None:
         """After an export's inserts: the copy is indexed by id again, its ids unique."""

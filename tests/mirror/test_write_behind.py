@@ -95,3 +95,13 @@ def test_a_step_that_fails_writes_no_batch_still_waiting() -> None:
         threading.Timer(0.2, written.release.set).start()
         raise KeyboardInterrupt
     assert written.batches == [0]
+
+
+def test_unthreaded_each_batch_is_written_as_it_is_put_on_the_putting_thread() -> None:
+    """A store that inserts on the mirror's own thread (SQLite): nothing waits."""
+    written = Written()
+    with write_behind(written, threaded=False) as behind:
+        for batch in range(5):
+            behind.put(batch)
+            assert written.batches == list(range(batch + 1))
+    assert written.threads == {threading.current_thread().name}
