@@ -48,37 +48,53 @@ Line = tuple[bytes, Any]
 def batches(
     answer: Answer, expected: int, stop: threading.Event, size: int = BATCH_ROWS
 ) -> Iterator[list[Line]]:
-    """The body's lines, `size` at a time; raises Retryable when the body ends short of
-    `expected` lines (or past it), Stopped as soon as `stop` is set."""
-    return _batched(_objects(answer.lines(), expected, stop), size)
-
-
-def _objects(lines: Iterable[bytes], expected: int, stop: threading.Event) -> Iterator[Line]:
-    """Each line with its object, counted against `expected`."""
-    count = 0
-    for line in lines:
-        if stop.is_set():
-            raise Stopped
-        count += 1
-        if count > expected or not line.endswith(b"\n"):
-            # A line past the total, or a last line without its newline: not the body that
-            # was announced (a proxy that ended a cut answer as if it were whole).
+    """The body's lines, `size` at a time, each parsed; raises Retryable when the body ends
+    short of `expected` lines (or past it, or without its last newline), Stopped as soon as
+    `stop` is set after a block arrives."""
+    count = 0  # lines parsed
+    waiting: list[bytes] = []  # lines read, fewer than a batch
+    for lines in _lines(answer.blocks(), stop):
+        if count + len(waiting) + len(lines) > expected:
+            # A line past the total: not the body that was announced.
             raise Retryable(f"the body does not hold the {expected} lines it announced")
-        try:
-            yield line[:-1], orjson.loads(line)
-        except orjson.JSONDecodeError as error:
-            raise Failed(f"line {count} of the body is not JSON: {error}") from error
+        waiting += lines
+        whole = len(waiting) - len(waiting) % size
+        for start in range(0, whole, size):
+            yield _parsed(waiting[start : start + size], count)
+            count += size
+        del waiting[:whole]
+    if waiting:
+        yield _parsed(waiting, count)
+        count += len(waiting)
     if count != expected:
         raise Retryable(f"the body ended after {count} of the {expected} lines it announced")
 
 
-def _batched(objects: Iterator[Line], size: int) -> Iterator[list[Line]]:
-    """Lists of up to `size` lines, in order."""
-    batch: list[Line] = []
-    for item in objects:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def _lines(blocks: Iterable[bytes], stop: threading.Event) -> Iterator[list[bytes]]:
+    """The whole lines of each block with what was left of the previous one, without their
+    newlines. A body whose last line lacks its newline (a proxy that ended a cut answer as if
+    it were whole) raises Retryable."""
+    pending = b""
+    for block in blocks:
+        if stop.is_set():
+            raise Stopped
+        lines = (pending + block).split(b"\n") if pending else block.split(b"\n")
+        pending = lines.pop()
+        if lines:
+            yield lines
+    if pending:
+        raise Retryable("the body's last line ends without a newline")
+
+
+def _parsed(lines: list[bytes], before: int) -> list[Line]:
+    """Each line with the object it writes; the body's line number in the error when one is
+    not JSON."""
+    try:
+        return list(zip(lines, map(orjson.loads, lines), strict=True))
+    except orjson.JSONDecodeError:
+        for number, line in enumerate(lines, before + 1):
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError as error:
+                raise Failed(f"line {number} of the body is not JSON: {error}") from error
+        raise

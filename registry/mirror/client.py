@@ -24,6 +24,9 @@ JSON = "application/json"
 # is bounded by its statement timeout, 5 s by default); connecting takes far less.
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
+# A body is read this much at a time and split into lines in one call per block (urllib3's
+# own line iterator costs a Python frame per line).
+BLOCK_BYTES = 1 << 20
 # An error body is read for its message only, never whole whatever its size.
 ERROR_BODY_LIMIT = 64 * 1024
 USER_AGENT = "registry-mirror/1"
@@ -65,11 +68,11 @@ class Answer:
         value = self.headers.get(name)
         return None if value is None else str(value)
 
-    def lines(self) -> Iterator[bytes]:
-        """The body's lines as they arrive, each with its newline; a cut body raises
-        Retryable, whatever was read before it."""
+    def blocks(self) -> Iterator[bytes]:
+        """The body as it arrives, in blocks of up to BLOCK_BYTES that end anywhere; a cut
+        body raises Retryable, whatever was read before it."""
         try:
-            yield from self.raw
+            yield from self.raw.stream(BLOCK_BYTES)
         except HTTPError as error:
             raise Retryable(f"the answer was cut short: {error}") from error
 

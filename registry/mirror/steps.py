@@ -130,10 +130,8 @@ class Step:
             try:
                 with write_behind(writer.insert, writer.inserts_behind) as behind:
                     for batch in batches(answer, expected, self.stop):
-                        rows = []
-                        for text, record in batch:
-                            digest += record_hash(record)
-                            rows.append((_origin_id(record), text.decode("utf-8")))
+                        digest += sum(record_hash(record) for _text, record in batch)
+                        rows = [(_origin_id(record), text.decode()) for text, record in batch]
                         behind.put(rows)
                         self.progress.advance(len(rows))
             finally:
