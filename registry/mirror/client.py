@@ -69,10 +69,11 @@ class Answer:
         return None if value is None else str(value)
 
     def blocks(self) -> Iterator[bytes]:
-        """The body as it arrives, in blocks of up to BLOCK_BYTES that end anywhere; a cut
+        """The body as it arrives, in blocks of up to BLOCK_BYTES that end anywhere, gzip
+        undone (nginx compresses; urllib3 leaves a chunked body as sent unless told); a cut
         body raises Retryable, whatever was read before it."""
         try:
-            yield from self.raw.stream(BLOCK_BYTES)
+            yield from self.raw.stream(BLOCK_BYTES, decode_content=True)
         except HTTPError as error:
             raise Retryable(f"the answer was cut short: {error}") from error
 

@@ -8,9 +8,10 @@ mirror killed half-way leaves a transaction the server rolls back.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 
 import psycopg
+from psycopg.copy import Copy, QueuedLibpqWriter
 
 from registry.mirror.stores import (
     MirrorRow,
@@ -31,50 +32,78 @@ READ_BATCH = 2000
 class PostgresWriter:
     """A step's writes, inside the transaction PostgresStore.step began."""
 
-    # The server inserts in its own process while the mirror parses the next batch.
-    inserts_behind = True
-
     def __init__(self, conn: psycopg.Connection):
         self.conn = conn
+        # An export's one COPY, from its first insert to `index` (or the step's failure).
+        self._copying: ExitStack | None = None
+        self._copy: Copy | None = None
 
     def state(self) -> MirrorRow | None:
         """The mirror row, or None."""
+        self.index()
         return _row(self.conn)
 
     def clear(self) -> None:
         """Remove every origin."""
+        self.index()
         self.conn.execute(SQL["clear_origins"])
 
-    def index(self) -> None:
-        """Nothing: the primary key stays through an export, since dropping its index would
-        lock readers of the copy out until the export commits."""
-
     def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add rows the copy does not hold, by COPY (an export writes every origin)."""
+        """Add rows the copy does not hold, into the export's one COPY. psycopg's queued
+        writer sends the data from a thread of its own, so the server inserts while the
+        mirror parses the next batch."""
         try:
-            with self.conn.cursor().copy(SQL["copy_origins"]) as copy:
-                for row in rows:
-                    copy.write_row(row)
+            if self._copy is None:
+                copying = ExitStack()
+                cursor = self.conn.cursor()
+                writer = QueuedLibpqWriter(cursor)
+                self._copy = copying.enter_context(cursor.copy(SQL["copy_origins"], writer=writer))
+                self._copying = copying
+            for row in rows:
+                self._copy.write_row(row)
         except psycopg.errors.UniqueViolation as error:
-            raise NamedTwice(error.diag.message_detail or error.diag.message_primary) from error
+            raise _named_twice(error) from error
+
+    def index(self) -> None:
+        """End the export's COPY: its rows are in, under the primary key kept throughout
+        (dropping its index would lock readers of the copy out until the export commits).
+        Every other statement of the step ends it first too: the connection serves nothing
+        else while a COPY is open."""
+        copying, self._copying, self._copy = self._copying, None, None
+        if copying is not None:
+            try:
+                copying.close()
+            except psycopg.errors.UniqueViolation as error:
+                raise _named_twice(error) from error
+
+    def abandon(self) -> None:
+        """The step failed: end a COPY under way, so that the transaction can roll back."""
+        copying, self._copying, self._copy = self._copying, None, None
+        if copying is not None:
+            with suppress(psycopg.Error):
+                copying.__exit__(Exception, Exception("the step failed"), None)
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records held for these ids."""
+        self.index()
         found = self.conn.execute(SQL["get_held"], {"ids": ids}).fetchall()
         return {origin_id: record for origin_id, record in found}
 
     def upsert(self, rows: list[tuple[str, str]]) -> None:
         """Add or replace rows."""
+        self.index()
         if rows:
             self.conn.cursor().executemany(SQL["upsert_origin"], rows)
 
     def delete(self, ids: list[str]) -> None:
         """Remove these ids."""
+        self.index()
         if ids:
             self.conn.execute(SQL["delete_origins"], {"ids": ids})
 
     def set_state(self, row: MirrorRow) -> None:
         """Write the mirror row."""
+        self.index()
         self.conn.execute(
             SQL["set_state"],
             {
@@ -123,7 +152,13 @@ class PostgresStore:
             locked = conn.execute(SQL["try_lock_step"]).fetchone()
             if not (locked and locked[0]):
                 raise StoreBusy(f"another registry mirror is writing to {shown(self.target)}")
-            yield PostgresWriter(conn)
+            writer = PostgresWriter(conn)
+            try:
+                yield writer
+                writer.index()
+            except BaseException:
+                writer.abandon()
+                raise
 
     def count(self) -> int:
         """How many origins the copy holds."""
@@ -170,3 +205,8 @@ def _row(conn: psycopg.Connection) -> MirrorRow | None:
     """The mirror row of this connection's view."""
     found = conn.execute(SQL["get_state"]).fetchone()
     return None if found is None else MirrorRow(*found)
+
+
+def _named_twice(error: psycopg.errors.UniqueViolation) -> NamedTwice:
+    """The export's duplicate id, in the server's words."""
+    return NamedTwice(error.diag.message_detail or error.diag.message_primary)

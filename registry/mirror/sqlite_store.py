@@ -50,14 +50,15 @@ READ_BATCH = 2000
 class SqliteWriter:
     """A step's writes, inside the transaction SqliteStore.step began."""
 
-    # SQLite works on the mirror's own thread (registry/mirror/behind.py says why).
-    inserts_behind = False
-
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        # An export cleared the copy and its id index: built again by `index`, which every
+        # other statement of the step, and its commit, call first.
+        self._unindexed = False
 
     def state(self) -> MirrorRow | None:
         """The mirror row, or None."""
+        self.index()
         return _row(self.conn)
 
     def clear(self) -> None:
@@ -68,9 +69,13 @@ class SqliteWriter:
         # Rows are appended now and the index is sorted at the end: a small page cache does,
         # and it bounds the sort's memory too (SQLite sorts within cache_size).
         self.conn.execute(f"PRAGMA cache_size = -{EXPORT_CACHE_KIB}")
+        self._unindexed = True
 
     def index(self) -> None:
         """Build the id index again after an export's inserts."""
+        if not self._unindexed:
+            return
+        self._unindexed = False
         try:
             self.conn.execute(SQL["index_origins"])
         except sqlite3.IntegrityError as error:
@@ -85,20 +90,24 @@ class SqliteWriter:
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records held for these ids."""
+        self.index()
         found = self.conn.execute(SQL["get_held"], (orjson.dumps(ids).decode(),))
         return dict(found.fetchall())
 
     def upsert(self, rows: list[tuple[str, str]]) -> None:
         """Add or replace rows."""
+        self.index()
         self.conn.executemany(SQL["upsert_origin"], rows)
 
     def delete(self, ids: list[str]) -> None:
         """Remove these ids."""
+        self.index()
         if ids:
             self.conn.execute(SQL["delete_origins"], (orjson.dumps(ids).decode(),))
 
     def set_state(self, row: MirrorRow) -> None:
         """Write the mirror row."""
+        self.index()
         self.conn.execute(
             SQL["set_state"],
             {
@@ -129,11 +138,7 @@ class SqliteStore:
             return None
         try:
             # Autocommit: the store says where each transaction begins and ends itself.
-            # Not bound to this thread: an export's inserts run on a thread of their own
-            # (registry/mirror/behind.py), one thread at a time.
-            conn = sqlite3.connect(
-                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
+            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
@@ -165,7 +170,9 @@ class SqliteStore:
                 f"{self.target} is being written by another process: {error}"
             ) from error
         try:
-            yield SqliteWriter(self.conn)
+            writer = SqliteWriter(self.conn)
+            yield writer
+            writer.index()
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")

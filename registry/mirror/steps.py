@@ -20,7 +20,6 @@ from typing import Any, Protocol
 import orjson
 
 from registry.digest import as_hex, from_hex, record_hash, text_hash
-from registry.mirror.behind import write_behind
 from registry.mirror.body import batches, stamp, total
 from registry.mirror.client import NDJSON, Answer, Client, Failed
 from registry.mirror.stores import MirrorRow, Store, Writer, utc_now
@@ -128,12 +127,10 @@ class Step:
             digest = 0
             self.progress.start(expected)
             try:
-                with write_behind(writer.insert, writer.inserts_behind) as behind:
-                    for batch in batches(answer, expected, self.stop):
-                        digest += sum(record_hash(record) for _text, record in batch)
-                        rows = [(_origin_id(record), text.decode()) for text, record in batch]
-                        behind.put(rows)
-                        self.progress.advance(len(rows))
+                for batch in batches(answer, expected, self.stop):
+                    digest += sum(record_hash(record) for _text, record in batch)
+                    writer.insert([(_origin_id(record), text.decode()) for text, record in batch])
+                    self.progress.advance(len(batch))
             finally:
                 self.progress.stop()
             writer.index()

@@ -68,23 +68,20 @@ class Snapshot:
 class Writer(Protocol):
     """What a step may do to the copy, inside its one transaction."""
 
-    # Whether an export's inserts run on a thread of their own, beside the parsing and
-    # hashing (registry/mirror/behind.py says when that pays).
-    inserts_behind: bool
-
     def state(self) -> MirrorRow | None:
         """The mirror row as this transaction sees it, or None for no copy."""
 
     def clear(self) -> None:
-        """Remove every origin (an export replaces the copy); until `index`, only `insert`
-        may follow."""
+        """Remove every origin (an export replaces the copy, by `insert` then `index`)."""
 
     def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add (id, record JSON) rows the copy does not hold (from the export's writing
-        thread when `inserts_behind`)."""
+        """Add (id, record JSON) rows the copy does not hold (an export's, batch by
+        batch)."""
 
     def index(self) -> None:
-        """After an export's inserts: the copy is indexed by id again, its ids unique."""
+        """After an export's inserts: the copy is indexed by id again, its ids unique
+        (NamedTwice when they are not). Every other method, and the step's commit, call it
+        first, so a step never reads or commits an export half-indexed."""
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records the copy holds for these ids, as JSON text, by id."""

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from registry.mirror.sqlite_store import SqliteStore
-from registry.mirror.stores import MirrorRow, Store, StoreBusy, open_store, shown
+from registry.mirror.stores import MirrorRow, NamedTwice, Store, StoreBusy, open_store, shown
 from tests.mirror.mirror_support import make_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +75,33 @@ def test_no_copy_until_a_step_commits(target: str) -> None:
     assert again.state() == FIRST and again.count() == 3
     assert set(held(again)) == {"row", "svc:origin:1", "svc:origin:2", "svc:origin:3"}
     again.close()
+
+
+def test_an_export_is_indexed_by_id_before_anything_else_and_its_commit(target: str) -> None:
+    """An export's rows (cleared, inserted) are indexed by id before the step's next
+    statement or its commit, whether or not the step asks: a later step's upsert finds them
+    by id, and an export naming an id twice is refused whole (SQLite builds its id index
+    after an export's rows; PostgreSQL ends the export's COPY)."""
+    store = opened(target)
+    first_copy(store)
+    with store.step() as writer:
+        writer.clear()
+        writer.insert(rows(4, 5))
+        writer.insert(rows(6))
+        assert writer.state() == FIRST
+        writer.set_state(SECOND)
+    with store.step() as writer:
+        writer.upsert(rows(5, name="five"))
+    after = held(store)
+    assert after["svc:origin:5"] == orjson.loads(record(5, "five"))
+    assert sorted(after) == ["row", "svc:origin:4", "svc:origin:5", "svc:origin:6"]
+    for twice in ([*rows(7, 8), *rows(7)], [*rows(7)], None):
+        with pytest.raises(NamedTwice), store.step() as writer:
+            writer.clear()
+            writer.insert(rows(7, 8))
+            writer.insert(twice or rows(8))
+    assert held(store) == after
+    store.close()
 
 
 def test_a_step_that_raises_leaves_the_previous_copy_whole(target: str) -> None:
