@@ -31,6 +31,7 @@ from registry.database.conninfo import with_database
 from registry.loader.demo import write_demo_document
 from registry.loader.demo_twin import write_twin_document
 from registry.loader.loading import LoadOptions, load_document
+from registry.mirror.client import retry_after_seconds
 from tests.conftest import TEST_SECRET, document, make_token
 from tests.e2e.raw_http import Answer, request
 
@@ -141,9 +142,10 @@ class Registry:
         answers 503 until a new one lands), at most SETTLING_TRIES times."""
         answer = request(self.gunicorn.port, target, headers=headers)
         for _ in range(SETTLING_TRIES if self.settling else 0):
-            if answer.status != 503 or answer.header("Retry-After") is None:
+            wait = retry_after_seconds(answer.header("Retry-After"))
+            if answer.status != 503 or wait is None:
                 break
-            time.sleep(float(answer.header("Retry-After") or 1))
+            time.sleep(wait)
             answer = request(self.gunicorn.port, target, headers=headers)
         return answer
 
