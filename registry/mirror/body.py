@@ -41,17 +41,13 @@ def total(answer: Answer) -> int:
     return int(value)
 
 
-# A line of the body: its text (without the newline) and the object it writes.
-Line = tuple[bytes, Any]
-
-
 def batches(
     answer: Answer, expected: int, stop: threading.Event, size: int = BATCH_ROWS
-) -> Iterator[list[Line]]:
-    """The body's lines, `size` at a time, each parsed; raises Retryable when the body ends
-    short of `expected` lines (or past it, or without its last newline), Stopped as soon as
-    `stop` is set after a block arrives."""
-    count = 0  # lines parsed
+) -> Iterator[list[bytes]]:
+    """The body's lines without their newlines, `size` at a time; raises Retryable when the
+    body ends short of `expected` lines (or past it, or without its last newline), Stopped
+    as soon as `stop` is set after a block arrives."""
+    count = 0  # lines yielded
     waiting: list[bytes] = []  # lines read, fewer than a batch
     for lines in _lines(answer.blocks(), stop):
         if count + len(waiting) + len(lines) > expected:
@@ -60,11 +56,11 @@ def batches(
         waiting += lines
         whole = len(waiting) - len(waiting) % size
         for start in range(0, whole, size):
-            yield _parsed(waiting[start : start + size], count)
+            yield waiting[start : start + size]
             count += size
         del waiting[:whole]
     if waiting:
-        yield _parsed(waiting, count)
+        yield waiting
         count += len(waiting)
     if count != expected:
         raise Retryable(f"the body ended after {count} of the {expected} lines it announced")
@@ -86,11 +82,11 @@ def _lines(blocks: Iterable[bytes], stop: threading.Event) -> Iterator[list[byte
         raise Retryable("the body's last line ends without a newline")
 
 
-def _parsed(lines: list[bytes], before: int) -> list[Line]:
-    """Each line with the object it writes; the body's line number in the error when one is
-    not JSON."""
+def parsed(lines: list[bytes], before: int) -> list[Any]:
+    """The object each line writes, `before` the lines of the body ahead of these; the
+    body's line number in the error when one is not JSON."""
     try:
-        return list(zip(lines, map(orjson.loads, lines), strict=True))
+        return list(map(orjson.loads, lines))
     except orjson.JSONDecodeError:
         for number, line in enumerate(lines, before + 1):
             try:

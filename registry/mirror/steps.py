@@ -20,8 +20,9 @@ from typing import Any, Protocol
 import orjson
 
 from registry.digest import as_hex, from_hex, record_hash, text_hash
-from registry.mirror.body import batches, stamp, total
+from registry.mirror.body import batches, parsed, stamp, total
 from registry.mirror.client import NDJSON, Answer, Client, Failed
+from registry.mirror.parser import SECOND_PROCESS_FROM, parsing
 from registry.mirror.stores import MirrorRow, Store, Writer, utc_now
 
 EXPORT_PATH = "/registry/origins"
@@ -58,6 +59,8 @@ class Step:
     report: Callable[[str], None]
     progress: Progress
     stop: threading.Event
+    # Exports of this many origins or more are parsed in a second process (parser.py).
+    second_process_from: int = SECOND_PROCESS_FROM
 
     def run(self, export: bool) -> int:
         """One step in one transaction: an export when `export` or when there is no copy,
@@ -100,8 +103,10 @@ class Step:
         generation, served = stamp(answer)
         expected = total(answer)
         digest = from_hex(copy.digest)
-        for batch in batches(answer, expected, self.stop):
-            digest += _apply_batch(writer, [change for _text, change in batch])
+        before = 0
+        for lines in batches(answer, expected, self.stop):
+            digest += _apply_batch(writer, parsed(lines, before))
+            before += len(lines)
         held = as_hex(digest)
         since = copy.generation
         unchanged = generation == since and expected == 0
@@ -127,10 +132,12 @@ class Step:
             digest = 0
             self.progress.start(expected)
             try:
-                for batch in batches(answer, expected, self.stop):
-                    digest += sum(record_hash(record) for _text, record in batch)
-                    writer.insert([(_origin_id(record), text.decode()) for text, record in batch])
-                    self.progress.advance(len(batch))
+                lines = batches(answer, expected, self.stop)
+                with parsing(lines, expected, self.second_process_from) as parsed_batches:
+                    for texts, ids, hashes in parsed_batches:
+                        digest += hashes
+                        writer.insert(list(zip(ids, map(bytes.decode, texts), strict=True)))
+                        self.progress.advance(len(texts))
             finally:
                 self.progress.stop()
             writer.index()
@@ -188,16 +195,6 @@ def _change_id(change: Any) -> str:
     if not isinstance(change, dict) or not isinstance(change.get("id"), str):
         raise Failed(f"a change without an id: {orjson.dumps(change)[:200]!r}")
     return str(change["id"])
-
-
-def _origin_id(record: Any) -> str:
-    """An Origin record's id (`origin.id`)."""
-    try:
-        return str(record["origin"]["id"])
-    except (KeyError, TypeError):
-        raise Failed(
-            f"an exported line without origin.id: {orjson.dumps(record)[:200]!r}"
-        ) from None
 
 
 def _expect_200(answer: Answer, path: str) -> None:

@@ -108,6 +108,15 @@ class Running:
             self.process.returncode, self.out_path.read_text(errors="replace"), self.stderr()
         )
 
+    def children(self) -> list[int]:
+        """The pids of the processes it started (its second process, during an export)."""
+        pid = self.process.pid
+        try:
+            listed = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            return []
+        return [int(child) for child in listed.split()]
+
     def kill(self) -> Finished:
         """kill -9, and what it had printed."""
         if self.alive():
@@ -125,6 +134,17 @@ def start(folder: Path, *args: str, token: str | None = TOKEN) -> Running:
         command("mirror", *args), env=environment(token), stdout=out, stderr=err
     )
     return Running(process, out_path, err_path, [out, err])
+
+
+def gone(pid: int) -> bool:
+    """Whether a process has ended (exited, or a zombie not yet reaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return any(
+        line.split()[1:2] == ["Z"] for line in status.splitlines() if line.startswith("State:")
+    )
 
 
 def wait_for(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:

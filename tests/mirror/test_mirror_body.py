@@ -1,6 +1,7 @@
 """An NDJSON body read in blocks that end anywhere (registry/mirror/body.py, docs/mirror.md
-"A step"): the lines and objects come out whole and in order, in batches of the batch
-size (the last one smaller), and a body that is not the one announced never reads as whole."""
+"A step"): the lines come out whole and in order, in batches of the batch size (the last
+one smaller), each parsed with its line number in the body for an error, and a body that is
+not the one announced never reads as whole."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from registry.mirror.body import Stopped, batches
+from registry.mirror.body import Stopped, batches, parsed
 from registry.mirror.client import Failed, Retryable
 
 
@@ -35,7 +36,12 @@ def cut(body: bytes, at: list[int]) -> Blocks:
 
 
 def read(answer: Blocks, expected: int, size: int = 3) -> list[list[tuple[bytes, object]]]:
-    return list(batches(answer, expected, threading.Event(), size))  # type: ignore[arg-type]
+    """Each batch's lines, each with the object it writes."""
+    got, before = [], 0
+    for lines in batches(answer, expected, threading.Event(), size):  # type: ignore[arg-type]
+        got.append(list(zip(lines, parsed(lines, before), strict=True)))
+        before += len(lines)
+    return got
 
 
 records = st.lists(
@@ -85,7 +91,7 @@ def test_stop_ends_the_reading_at_the_next_block() -> None:
     stop = threading.Event()
     answer = Blocks([b'{"a":1}\n', b'{"a":2}\n', b'{"a":3}\n'])
     read_batches = batches(answer, 3, stop, 1)  # type: ignore[arg-type]
-    assert next(read_batches) == [(b'{"a":1}', {"a": 1})]
+    assert next(read_batches) == [b'{"a":1}']
     stop.set()
     with pytest.raises(Stopped):
         next(read_batches)
