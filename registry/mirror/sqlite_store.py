@@ -5,10 +5,20 @@ writes, and a step's rows reach the file's WAL only as part of a transaction tha
 committed there or ignored when the file is next opened, so a process killed at any instant
 (kill -9 included) leaves the previous generation or the new one, never half a step.
 `synchronous=FULL` makes a committed step survive a power loss too (one fsync per step).
+
+The first step into a file that does not exist yet is built beside it instead, in
+`TARGET.new`, without a journal, and renamed into place once committed, synced and switched to
+WAL (`SqliteStore._first_step`). A WAL would write the export's rows twice, into the log and
+then into the file at the checkpoint: a million origins are 900 MB, and the second write and
+its fsync were a quarter of a first sync. Until the rename there is no copy at all, so a
+process killed during the first step leaves none (and a `TARGET.new` the next run starts
+over), and nobody can be reading one.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,45 +133,46 @@ class SqliteWriter:
 class SqliteStore:
     """A copy in one SQLite file."""
 
-    def __init__(self, target: str, conn: sqlite3.Connection):
+    def __init__(self, target: str, conn: sqlite3.Connection | None, busy_timeout_s: float):
         self.target = target
+        # None until the first step has made the file.
         self.conn = conn
+        self.busy_timeout_s = busy_timeout_s
 
     @classmethod
     def open(
         cls, target: str, create: bool, busy_timeout_s: float = BUSY_TIMEOUT_S
     ) -> SqliteStore | None:
-        """The file's copy; with `create`, the file and tables made when missing; without,
-        None when the file or its tables are missing."""
+        """The file's copy; with `create`, its tables made when missing, and a store with no
+        file yet when the file is missing (its first step makes it); without, None when the
+        file or its tables are missing."""
         path = Path(target)
-        if not create and not path.is_file():
-            return None
+        if not path.is_file():
+            return cls(target, None, busy_timeout_s) if create else None
+        conn = _connect(target, busy_timeout_s)
         try:
-            # Autocommit: the store says where each transaction begins and ends itself.
-            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
-            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            if mode != "wal":
-                raise StoreUnusable(f"{target}: SQLite cannot keep a write-ahead log there")
             if create:
                 conn.executescript("BEGIN IMMEDIATE;\n" + SQL["create_tables"] + "\nCOMMIT;")
             elif conn.execute(SQL["count_tables"]).fetchone()[0] != 2:
                 conn.close()
                 return None
         except sqlite3.DatabaseError as error:
+            conn.close()
             raise StoreUnusable(f"{target}: {error}") from error
-        return cls(target, conn)
+        return cls(target, conn, busy_timeout_s)
 
     def state(self) -> MirrorRow | None:
         """The mirror row, or None."""
-        return _row(self.conn)
+        return None if self.conn is None else _row(self.conn)
 
     @contextmanager
     def step(self) -> Iterator[SqliteWriter]:
         """One write transaction, taken before the step asks the service anything, so that
         a second mirror of the same file waits or is told it is busy."""
+        if self.conn is None:
+            with self._first_step() as writer:
+                yield writer
+            return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             self.conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")  # an export lowers it
@@ -179,13 +190,66 @@ class SqliteStore:
             raise
         self.conn.execute("COMMIT")
 
+    @contextmanager
+    def _first_step(self) -> Iterator[SqliteWriter]:
+        """The first step, while TARGET does not exist: built in TARGET.new, under a lock
+        that tells a second mirror making the same file that it is busy, then renamed into
+        place whole. When TARGET appeared meanwhile (another mirror made it), the step is an
+        ordinary one in it."""
+        path = Path(self.target)
+        building = path.with_name(path.name + ".new")
+        with open(building, "ab") as lock:  # not truncated before the lock is held
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as error:
+                raise StoreBusy(f"{self.target} is being made by another process") from error
+            if path.is_file():
+                building.unlink()
+                self.conn = _connect(self.target, self.busy_timeout_s)
+                with self.step() as writer:
+                    yield writer
+                return
+            # What a killed first step left: the file, and the log it was switching to.
+            lock.truncate(0)
+            for log in ("-wal", "-shm"):
+                Path(f"{building}{log}").unlink(missing_ok=True)
+            conn = sqlite3.connect(building, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = OFF")
+                conn.execute("PRAGMA synchronous = OFF")
+                conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+                conn.executescript(SQL["create_tables"])
+                conn.execute("BEGIN")
+                writer = SqliteWriter(conn)
+                yield writer
+                writer.index()
+                conn.execute("COMMIT")
+                if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
+                    raise StoreUnusable(
+                        f"{self.target}: SQLite cannot keep a write-ahead log there"
+                    )
+                conn.close()
+                _sync(building)
+                building.rename(path)
+                _sync(path.parent)
+            except BaseException:
+                conn.close()
+                building.unlink(missing_ok=True)
+                raise
+        self.conn = _connect(self.target, self.busy_timeout_s)
+
     def count(self) -> int:
         """How many origins the copy holds."""
+        if self.conn is None:
+            return 0
         return int(self.conn.execute(SQL["count_origins"]).fetchone()[0])
 
     @contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
         """The row and every record, in one read transaction (WAL: one snapshot)."""
+        if self.conn is None:
+            yield Snapshot(None, iter(()))
+            return
         self.conn.execute("BEGIN")
         try:
             row = _row(self.conn)
@@ -196,7 +260,34 @@ class SqliteStore:
 
     def close(self) -> None:
         """Close the file."""
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
+
+
+def _connect(target: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """A connection to the copy's file, in WAL mode, with the store's settings."""
+    try:
+        # Autocommit: the store says where each transaction begins and ends itself.
+        conn = sqlite3.connect(target, timeout=busy_timeout_s, isolation_level=None)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+        conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    except sqlite3.DatabaseError as error:
+        raise StoreUnusable(f"{target}: {error}") from error
+    if mode != "wal":
+        conn.close()
+        raise StoreUnusable(f"{target}: SQLite cannot keep a write-ahead log there")
+    return conn
+
+
+def _sync(path: Path) -> None:
+    """fsync a file or a folder: what was written there, or the names it holds."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _row(conn: sqlite3.Connection) -> MirrorRow | None:

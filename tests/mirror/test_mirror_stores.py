@@ -145,17 +145,18 @@ def test_a_second_writer_is_told_the_copy_is_busy(target: str) -> None:
     """While one step is open, another mirror's step on the same copy is refused (StoreBusy)
     and the first still commits."""
     store = opened(target)
+    first_copy(store)
     if isinstance(store, SqliteStore):
         other: Store | None = SqliteStore.open(target, create=False, busy_timeout_s=0.1)
     else:
         other = open_store(target, create=False)
     assert other is not None
     with store.step() as writer:
-        writer.insert(rows(1))
-        writer.set_state(FIRST)
+        writer.insert(rows(4))
+        writer.set_state(SECOND)
         with pytest.raises(StoreBusy), other.step():
             pass
-    assert other.state() == FIRST
+    assert other.state() == SECOND
     other.close()
     store.close()
 
@@ -235,6 +236,93 @@ def test_a_process_killed_mid_step_leaves_the_previous_generation(target: str) -
             time.sleep(0.05)
     assert again.state() == SECOND
     again.close()
+
+
+def files(folder: Path) -> list[str]:
+    """The names in a folder."""
+    return sorted(path.name for path in folder.iterdir())
+
+
+def test_a_first_sqlite_step_is_built_beside_the_file_and_renamed_into_place(
+    tmp_path: Path,
+) -> None:
+    """The first step into a file that does not exist writes TARGET.new: until it commits
+    there is no copy for anyone to read; then the file is in place, in WAL mode, and the
+    next steps are ordinary ones in it."""
+    target = tmp_path / "copy.sqlite"
+    store = opened(str(target))
+    with store.step() as writer:
+        writer.clear()
+        writer.insert(rows(1, 2))
+        writer.set_state(FIRST)
+        assert files(tmp_path) == ["copy.sqlite.new"]
+        assert open_store(str(target), create=False) is None
+    assert "copy.sqlite.new" not in files(tmp_path)
+    with sqlite3.connect(target) as reader:
+        assert reader.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert reader.execute("SELECT count(*) FROM origins").fetchone()[0] == 2
+    with store.step() as writer:
+        writer.upsert(rows(3))
+        writer.set_state(SECOND)
+    again = opened(str(target))
+    assert again.state() == SECOND and again.count() == 3
+    with pytest.raises(NamedTwice), again.step() as writer:  # the id index is there
+        writer.upsert(rows(4))
+        writer.insert(rows(4))
+    again.close()
+    store.close()
+
+
+def test_a_first_sqlite_step_that_fails_leaves_no_file(tmp_path: Path) -> None:
+    """A first step that raises (a cut body, a digest mismatch, an id twice) leaves nothing:
+    no copy, nothing beside it; the next first step starts again."""
+    target = str(tmp_path / "copy.sqlite")
+    store = opened(target)
+    with pytest.raises(RuntimeError), store.step() as writer:
+        writer.clear()
+        writer.insert(rows(1, 2))
+        writer.set_state(FIRST)
+        raise RuntimeError("the body was cut")
+    with pytest.raises(NamedTwice), store.step() as writer:
+        writer.clear()
+        writer.insert(rows(1, 1))
+    assert files(tmp_path) == [] and store.state() is None and store.count() == 0
+    first_copy(store)
+    assert store.state() == FIRST and store.count() == 3
+    store.close()
+
+
+def test_what_a_killed_first_sqlite_step_left_is_started_over(tmp_path: Path) -> None:
+    """A TARGET.new (and the log it was switching to) left by a first step killed with
+    SIGKILL: the next first step writes over it and renames a whole copy into place."""
+    (tmp_path / "copy.sqlite.new").write_bytes(b"not a database " * 1000)
+    (tmp_path / "copy.sqlite.new-wal").write_bytes(b"not a log " * 100)
+    store = opened(str(tmp_path / "copy.sqlite"))
+    assert store.state() is None
+    first_copy(store)
+    assert set(held(store)) == {"row", "svc:origin:1", "svc:origin:2", "svc:origin:3"}
+    assert not any(name.startswith("copy.sqlite.new") for name in files(tmp_path))
+    store.close()
+
+
+def test_a_second_mirror_making_the_same_sqlite_file_is_told_it_is_busy(tmp_path: Path) -> None:
+    """Two mirrors that both found no file: while the first makes it, the second's step is
+    refused (StoreBusy); afterwards the second steps in the file the first made."""
+    target = str(tmp_path / "copy.sqlite")
+    store, other = opened(target), opened(target)
+    with store.step() as writer:
+        writer.insert(rows(1))
+        writer.set_state(FIRST)
+        with pytest.raises(StoreBusy, match="being made by another process"), other.step():
+            pass
+    with other.step() as writer:
+        assert writer.state() == FIRST
+        writer.upsert(rows(2))
+        writer.set_state(SECOND)
+    assert store.state() == SECOND and store.count() == 2
+    assert files(tmp_path) == ["copy.sqlite", "copy.sqlite-shm", "copy.sqlite-wal"]
+    other.close()
+    store.close()
 
 
 def test_a_postgresql_target_is_shown_without_its_password() -> None:
