@@ -1,5 +1,5 @@
 """An export's lines parsed and hashed, in a second process when the export is large
-(docs/mirror.md, "Speed").
+(docs/mirror.md, "A step").
 
 Per line, an export parses the JSON (for the origin's id), writes the record's canonical form
 and hashes it (registry/digest.py), then the store inserts it. Parsing and hashing are about

@@ -1,5 +1,5 @@
 """An export's lines parsed and hashed in a second process (registry/mirror/parser.py,
-docs/mirror.md "Speed"): the same ids, hashes and errors as in the mirror's own process, in
+docs/mirror.md "A step"): the same ids, hashes and errors as in the mirror's own process, in
 order; the process ignores the signals a terminal or systemd sends the whole group, and ends
 when the mirror closes its pipe, dies (kill -9) or is done with it."""
 
