@@ -7,14 +7,15 @@ step's body at the rate that makes it last 3 s, so that a step lasts seconds on 
 and a kill at a random instant lands in it. From a copy of the demo's generation, runs are killed at
 random instants of two steps: the export that replaces the copy (`--reset`) and the step of
 net changes to the twin's generation. Half of the instants are drawn over the length of a
-whole step, measured first; the other half fall just after the run starts writing its store
-(its SQLite file or journal changing; a transaction open in its PostgreSQL database), so that
-many kills land inside the store's transaction. After every kill the copy is checked whole
-against the export of the generation its row names; every few kills, and whenever a kill came
-too late to stop the step, a run is let finish and must converge, and the copy starts again
-from the demo's generation. Killed runs otherwise follow one another, each taking over what
-the one before left (a hot journal, a session the server still has to end). The SQLite store
-takes 20 kills per step, the PostgreSQL store 10.
+whole step, measured first (and halved, down to the relay's body time, whenever a run ended
+before its instant: the machine got less busy); the other half fall just after the run
+starts writing its store (its SQLite file or journal changing; a transaction open in its
+PostgreSQL database), so that many kills land inside the store's transaction. After every
+kill the copy is checked whole against the export of the generation its row names; every
+few kills, and whenever a kill came too late to stop the step, a run is let finish and must
+converge, and the copy starts again from the demo's generation. Killed runs otherwise follow
+one another, each taking over what the one before left (a hot journal, a session the server
+still has to end). The SQLite store takes 20 kills per step, the PostgreSQL store 10.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def kill_runs(
     store = killing.fresh(kind)
     began = time.monotonic()
     assert_converged(store, registry, url, killing.second, sync(url, store, *more))
-    length = time.monotonic() - began
+    measured = length = time.monotonic() - began
     seen: Counter[str] = Counter()
     store = killing.fresh(kind)
     kills = KILLS[kind]
@@ -185,7 +186,7 @@ def kill_runs(
         running = start(
             killing.folder / "runs", "sync", "--url", url, "--into", store.target, *more
         )
-        deadline = time.monotonic() + length * 3
+        deadline = time.monotonic() + measured * 3
         if number % 2 == 0:
             time.sleep(draw.uniform(0, length))
         else:
@@ -194,7 +195,13 @@ def kill_runs(
                 time.sleep(0.01)
             time.sleep(draw.uniform(0, length / 2))
         seen["writing"] += writing_began(store, marks)
-        seen["alive"] += running.alive()
+        alive = running.alive()
+        seen["alive"] += alive
+        if not alive:
+            # The step ended before the instant drawn: steps are shorter now than the one
+            # measured (a machine less busy), so later instants are drawn over less. A body
+            # lasts BODY_SECONDS through the relay, so a step never lasts less.
+            length = max(length / 2, BODY_SECONDS)
         helpers = running.children()
         seen["with a second process"] += bool(helpers)
         done = running.kill()
