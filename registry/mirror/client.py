@@ -9,6 +9,7 @@ reused from step to step.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from types import TracebackType
@@ -30,6 +31,27 @@ BLOCK_BYTES = 1 << 20
 # An error body is read for its message only, never whole whatever its size.
 ERROR_BODY_LIMIT = 64 * 1024
 USER_AGENT = "registry-mirror/1"
+
+
+class _Waiting:
+    """Whether the mirror's main thread is blocked on the service now: a request sent and its
+    answer's headers not come yet, or the next block of a body being read. A signal that asks
+    the mirror to stop ends such a wait at once (command.stop_on_signals) rather than at its
+    read timeout, a minute away when the service or the network hangs."""
+
+    now = False
+
+    @contextmanager
+    def during(self) -> Iterator[None]:
+        """Mark the block as a wait on the service."""
+        self.now = True
+        try:
+            yield
+        finally:
+            self.now = False
+
+
+WAITING = _Waiting()
 
 
 class Refused(Exception):
@@ -72,15 +94,23 @@ class Answer:
         """The body as it arrives, in blocks of up to BLOCK_BYTES that end anywhere, gzip
         undone (nginx compresses; urllib3 leaves a chunked body as sent unless told); a cut
         body raises Retryable, whatever was read before it."""
-        try:
-            yield from self.raw.stream(BLOCK_BYTES, decode_content=True)
-        except HTTPError as error:
-            raise Retryable(f"the answer was cut short: {error}") from error
+        stream = self.raw.stream(BLOCK_BYTES, decode_content=True)
+        while True:
+            try:
+                with WAITING.during():
+                    block = next(stream, None)
+            except HTTPError as error:
+                raise Retryable(f"the answer was cut short: {error}") from error
+            if block is None:
+                return
+            yield block
 
     def json(self) -> Any:
         """A small JSON body, decoded."""
         try:
-            return orjson.loads(self.raw.read())
+            with WAITING.during():
+                text = self.raw.read()
+            return orjson.loads(text)
         except HTTPError as error:
             raise Retryable(f"the answer was cut short: {error}") from error
         except orjson.JSONDecodeError as error:
@@ -91,7 +121,8 @@ class Answer:
     def message(self) -> str:
         """What an error answer says: its `error` and `message`, else the start of its body."""
         try:
-            text = self.raw.read(ERROR_BODY_LIMIT)
+            with WAITING.during():
+                text = self.raw.read(ERROR_BODY_LIMIT)
         except HTTPError:
             return "(the answer was cut short)"
         try:
@@ -144,18 +175,19 @@ class Client:
         """GET base_url + path; the body is left to stream. Connection failures and the
         answers worth asking again (429, 5xx) raise Retryable, 401 and 403 Refused."""
         try:
-            raw = self.pool.request(
-                "GET",
-                self.base_url + path,
-                headers={
-                    **self.pool.headers,
-                    "Authorization": f"Bearer {self.token()}",
-                    "Accept": accept,
-                    **(headers or {}),
-                },
-                preload_content=False,
-                decode_content=True,
-            )
+            with WAITING.during():
+                raw = self.pool.request(
+                    "GET",
+                    self.base_url + path,
+                    headers={
+                        **self.pool.headers,
+                        "Authorization": f"Bearer {self.token()}",
+                        "Accept": accept,
+                        **(headers or {}),
+                    },
+                    preload_content=False,
+                    decode_content=True,
+                )
         except SSLError as error:
             raise Failed(f"cannot reach {self.base_url}: {error}") from error
         except HTTPError as error:

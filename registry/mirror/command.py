@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import psycopg
 
 from registry.mirror.body import Stopped
-from registry.mirror.client import Client, Failed, Refused
+from registry.mirror.client import WAITING, Client, Failed, Refused
 from registry.mirror.polite import GIVE_UP_AFTER_S, GaveUp, Politeness
 from registry.mirror.progress import progress_for
 from registry.mirror.steps import DigestMismatch, Step
@@ -127,13 +127,17 @@ def token(args: argparse.Namespace, settings: Mapping[str, Any]) -> str:
 
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT and SIGTERM set `stop` (the step under way is rolled back at its next line,
-    or the wait ends); a second one interrupts at once."""
+    """SIGINT and SIGTERM set `stop` (the step under way is rolled back at its next block of
+    the body, or the wait between steps ends); one that comes while the mirror waits on the
+    service (a request sent, a block of its body) ends that wait and rolls the step back at
+    once; a second one interrupts at once."""
 
     def asked(_signum: int, _frame: Any) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
+        if WAITING.now:
+            raise Stopped
 
     previous = {number: signal.signal(number, asked) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
