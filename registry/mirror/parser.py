@@ -99,19 +99,19 @@ class Helper:
         batch k + 1; the body's next batch is read while the helper parses."""
         items = iter(batches)
         lines = next(items, None)
-        before = 0
         if lines is None:
             return
-        self._send(lines, before)
+        self._send(lines, 0)
+        before = 0  # the lines of the body ahead of `following`, once `lines` is counted
         while True:
             following = next(items, None)
             ids, hashes = self._receive()
+            before += len(lines)
             if following is not None:
-                self._send(following, before + len(lines))
+                self._send(following, before)
             yield lines, ids, hashes
             if following is None:
                 return
-            before += len(lines)
             lines = following
 
     def _send(self, lines: list[bytes], before: int) -> None:
