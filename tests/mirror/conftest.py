@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.mirror.mirror_copy import Store, make_store
+from tests.mirror.mirror_run import STARTED
 from tests.mirror.registry_stack import Registry, start_registry
 
 STORES = ("sqlite", "postgresql")
@@ -57,3 +58,12 @@ def nginx_installed() -> None:
     from tests.tools import require_tool
 
     require_tool(nginx_binary(), "nginx", "nginx")
+
+
+@pytest.fixture(autouse=True)
+def ended_runs() -> Iterator[None]:
+    """Runs a test started in the background end with it: killed if a failure left them
+    running, their output files closed either way (not left to a later test's collector)."""
+    yield
+    while STARTED:
+        STARTED.pop().kill()

@@ -118,10 +118,15 @@ class Running:
         return [int(child) for child in listed.split()]
 
     def kill(self) -> Finished:
-        """kill -9, and what it had printed."""
+        """kill -9 if it still runs, and what it had printed (its files closed either way)."""
         if self.alive():
             self.process.send_signal(signal.SIGKILL)
         return self.wait()
+
+
+# Every run started in the background, until the test that started it ends (ended_runs in
+# tests/mirror/conftest.py): a run a failed test left running is killed, its files closed.
+STARTED: list[Running] = []
 
 
 def start(folder: Path, *args: str, token: str | None = TOKEN) -> Running:
@@ -133,7 +138,9 @@ def start(folder: Path, *args: str, token: str | None = TOKEN) -> Running:
     process = subprocess.Popen(
         command("mirror", *args), env=environment(token), stdout=out, stderr=err
     )
-    return Running(process, out_path, err_path, [out, err])
+    running = Running(process, out_path, err_path, [out, err])
+    STARTED.append(running)
+    return running
 
 
 def gone(pid: int) -> bool:

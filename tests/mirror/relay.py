@@ -1,6 +1,6 @@
 """A loopback TCP relay between `registry mirror` and the server it reads (gunicorn or nginx),
-so that a test can hold a step in the middle: the answer's bytes slowed to a rate, new
-connections held at a gate, and a count of the bytes passed on, by which a test knows that a
+so that a test can hold a step in the middle: the answer's bytes slowed to a rate or paused,
+new connections held at a gate, and a count of the bytes passed on, by which a test knows that a
 body is under way before it kills, cuts or stops something.
 
 It changes nothing in what passes: bytes go on as they came, and when one side closes the
@@ -32,13 +32,15 @@ class Relay:
     connections: int = 0  # connections accepted so far
     _listener: socket.socket = field(init=False)
     _open: threading.Event = field(init=False, default_factory=threading.Event)
+    _flowing: threading.Event = field(init=False, default_factory=threading.Event)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _sockets: list[socket.socket] = field(init=False, default_factory=list)
     _closed: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
-        """Start listening and accepting; the gate starts open."""
+        """Start listening and accepting; the gate starts open, the bytes flowing."""
         self._open.set()
+        self._flowing.set()
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -58,10 +60,20 @@ class Relay:
         """Open the gate again."""
         self._open.set()
 
+    def pause(self) -> None:
+        """Stop passing bytes towards clients (a body stays under way, however long a test
+        needs it to) until resume()."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        """Pass bytes towards clients again."""
+        self._flowing.set()
+
     def close(self) -> None:
         """Stop accepting and drop every connection."""
         self._closed = True
         self._open.set()
+        self._flowing.set()
         with contextlib.suppress(OSError):
             self._listener.close()
         with self._lock:
@@ -113,6 +125,9 @@ class Relay:
                 if not data:
                     break
                 if towards_client:
+                    if not self._flowing.is_set():
+                        self._flowing.wait()
+                        started, sent = time.monotonic(), 0
                     rate = self.rate
                     if rate:
                         # Sleep until the bytes sent so far fit the rate.

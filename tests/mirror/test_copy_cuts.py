@@ -121,8 +121,7 @@ def cut_and_converge(
         done = running.wait()
     finally:
         relay.open()
-        if running.alive():
-            running.kill()
+        running.kill()
     asked = step_requests(registry, mark)
     assert_converged(store, registry, url, target, done)
     assert asked, "the step reached gunicorn"

@@ -1,8 +1,8 @@
 """Loads that commit while a step streams (docs/mirror.md, docs/export.md "One snapshot"): the
 step's answer comes from one generation, fixed when its head was sent, so the run ends at that
 generation with the copy its export and the digest its own, however many loads committed
-meanwhile; the next run takes the rest in one step. A relay slows the body so that the loads
-land in it."""
+meanwhile; the next run takes the rest in one step. A relay slows the body and then pauses it
+while the loads commit, so that they land in it however long they take."""
 
 from __future__ import annotations
 
@@ -58,14 +58,16 @@ def test_loads_during_a_step_leave_it_at_its_own_generation(
         running = start(tmp_path / "runs", "sync", "--url", url, "--into", store.target)
         try:
             wait_for(lambda: relay.relayed > mark + 200_000, "the step's body under way")
+            relay.pause()
             registry.load(twin(ORIGINS, SEED, 0.3))
             newest = registry.load(twin(ORIGINS, SEED + 1, 0.2))
-            assert running.alive(), "the step ended before the loads: slow it down more"
+            assert running.alive(), f"the step ended before the loads:\n{running.stderr()}"
             relay.rate = None
+            relay.resume()
             done = running.wait()
         finally:
-            if running.alive():
-                running.kill()
+            relay.resume()
+            running.kill()
         if held is None:
             total = registry.export(answered).total
             step_line(done, f"exported generation {answered}: {total} origins, digest ok")

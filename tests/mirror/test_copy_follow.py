@@ -67,8 +67,7 @@ def test_a_signal_ends_follow_with_the_copy_whole(
         assert assert_whole(store, registry) in (first, second)
         assert_converged(store, registry, url, second, sync(url, store))
     finally:
-        if running.alive():
-            running.kill()
+        running.kill()
         relay.close()
 
 

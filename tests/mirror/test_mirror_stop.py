@@ -88,8 +88,7 @@ def test_a_signal_ends_a_wait_on_a_silent_service(
         # Without the wait ended, the mirror would sit out its read timeout first.
         done = running.wait(seconds=READ_TIMEOUT_S / 2)
     finally:
-        if running.alive():
-            running.kill()
+        running.kill()
     assert done.returncode == 0, done.stderr
     assert "stopped; the step under way was rolled back" in done.stderr
     assert not target.exists() and list(tmp_path.glob("copy.sqlite*")) == []
