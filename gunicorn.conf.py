@@ -1,10 +1,9 @@
 """gunicorn's configuration (read by default from the working directory).
 
 Worker class: sync, 2 x cores + 1 processes. A request is one indexed query and a little
-JSON work, mostly CPU under the GIL; measured on 2 cores at 100,000 origins (wrk, 16
-connections), sync workers served lookups at about 3,200 req/s with a p99 of 7 ms, while
-gthread (2 or 3 processes of 4 or 8 threads) ranged from 1,200 to 2,700 req/s with p99s of
-14 to 22 ms: threads only contended for the GIL. nginx in front buffers slow clients,
+JSON work, mostly CPU under the GIL; measured on 2 cores, sync workers served more lookups
+a second than gthread's processes of threads (docs/performance.md, "How it is fast"):
+threads only contended for the GIL. nginx in front buffers slow clients,
 which is what sync workers need. Each worker has a pool of one connection (its one
 request at a time), opened after the fork. The sync worker used is gunicorn's own with one
 change (registry/gunicorn_worker.py): an answer's head goes out in the same write as its
@@ -57,7 +56,8 @@ keepalive = 5
 # also loses what the worker learnt (its search memory, verified tokens, pooled connection
 # and prepared statements), which costs most after a load: at 20,000 a busy 2-core host
 # replaced every worker about every 100 s. Workers' memory is flat under the benchmarks
-# (docs/performance.md: 57 to 65 MB), so the guard can be rare: about an hour at 150 req/s.
+# (docs/performance.md, "Capacity figures"), so the guard can be rare: about an hour at
+# 150 req/s.
 max_requests = 500000
 max_requests_jitter = 50000
 # Request lines of up to 16 KB, so that 100 prefixed ids fit in one URL (docs/api.md, Requests:
