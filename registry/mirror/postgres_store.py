@@ -27,6 +27,21 @@ from registry.mirror.stores import (
 SQL = statements("postgresql")
 CONNECT_TIMEOUT_S = 10
 READ_BATCH = 2000
+# Blocks of COPY data (psycopg's, 32 KB each) queued for the writer's thread. psycopg queues
+# up to 1024 (32 MB); when the server is slower than the mirror, as in an export, the queue
+# stays full, so the whole of it is the mirror's memory. A few megabytes keep the thread
+# writing while the mirror makes the next batch.
+QUEUED_BLOCKS = 64
+
+
+class BoundedWriter(QueuedLibpqWriter):
+    """psycopg's queued COPY writer (the server inserts while the mirror parses) with a
+    queue of QUEUED_BLOCKS instead of psycopg's 1024."""
+
+    def __init__(self, cursor: psycopg.Cursor[object]):
+        super().__init__(cursor)
+        # psycopg's own queue class (its get() can be interrupted), with a smaller bound.
+        self._queue = type(self._queue)(maxsize=QUEUED_BLOCKS)
 
 
 class PostgresWriter:
@@ -56,7 +71,7 @@ class PostgresWriter:
             if self._copy is None:
                 copying = ExitStack()
                 cursor = self.conn.cursor()
-                writer = QueuedLibpqWriter(cursor)
+                writer = BoundedWriter(cursor)
                 self._copy = copying.enter_context(cursor.copy(SQL["copy_origins"], writer=writer))
                 self._copying = copying
             for row in rows:

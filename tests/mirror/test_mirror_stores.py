@@ -14,7 +14,9 @@ from pathlib import Path
 import orjson
 import psycopg
 import pytest
+from psycopg.copy import QueuedLibpqWriter
 
+from registry.mirror.postgres_store import QUEUED_BLOCKS, BoundedWriter, PostgresWriter
 from registry.mirror.sqlite_store import SqliteStore
 from registry.mirror.stores import MirrorRow, NamedTwice, Store, StoreBusy, open_store, shown
 from tests.mirror.mirror_support import make_target
@@ -330,3 +332,28 @@ def test_a_postgresql_target_is_shown_without_its_password() -> None:
     assert shown("postgresql://mirror:s3cret@db:5432/copy") == "postgresql://mirror@db:5432/copy"
     assert shown("postgresql://db/copy") == "postgresql://db/copy"
     assert shown("copy.sqlite") == "copy.sqlite"
+
+
+def test_an_export_into_postgresql_queues_a_few_megabytes(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """psycopg's queued COPY writer holds up to 1024 blocks of 32 KB, every one of them the
+    mirror's memory while the server is the slower side, as in an export; the store's holds
+    QUEUED_BLOCKS (docs/mirror.md, "A step"). psycopg's own queue is looked at too, so that
+    a psycopg that renames it fails here instead of queueing 32 MB again."""
+    target = make_target(request, tmp_path, "postgresql")
+    store = opened(target)
+    with store.step() as writer:
+        assert isinstance(writer, PostgresWriter)
+        writer.clear()
+        writer.insert(rows(1, 2, 3))
+        assert writer._copy is not None
+        assert isinstance(writer._copy.writer, BoundedWriter)
+        queue = writer._copy.writer._queue
+        assert type(queue) is type(QueuedLibpqWriter(writer.conn.cursor())._queue)
+        assert queue.maxsize == QUEUED_BLOCKS
+        writer.set_state(FIRST)
+    assert set(held(store)) == {"row", "svc:origin:1", "svc:origin:2", "svc:origin:3"}
+    store.close()
+    with psycopg.connect(target) as conn:
+        assert QueuedLibpqWriter(conn.cursor())._queue.maxsize > QUEUED_BLOCKS
