@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import subprocess
 import sys
 from contextlib import ExitStack, nullcontext
@@ -41,11 +42,6 @@ def timed_load(code: Path, url: str, document: Path) -> tuple[float, float, dict
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return seconds, cpu, phases
-
-
-def mean(values: list[float]) -> float:
-    """Their mean."""
-    return sum(values) / len(values)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                 steps = ", ".join(f"{name} {value:.1f}" for name, value in phases.items())
                 print(f"round {number}, {label}: {document.name} in {seconds:.1f} s, "
                       f"{cpu:.1f} s CPU ({steps})", flush=True)  # fmt: skip
-    base, mine = mean(times[base_label]), mean(times[ours_label])
-    base_cpu, mine_cpu = mean(cpus[base_label]), mean(cpus[ours_label])
+    base, mine = statistics.fmean(times[base_label]), statistics.fmean(times[ours_label])
+    base_cpu, mine_cpu = statistics.fmean(cpus[base_label]), statistics.fmean(cpus[ours_label])
     print(f"mean: {ours_label} {mine:.1f} s against {base:.1f} s by {base_label} "
           f"({100 * (mine / base - 1):+.1f} %); CPU {mine_cpu:.1f} s against {base_cpu:.1f} s "
           f"({100 * (mine_cpu / base_cpu - 1):+.1f} %)")  # fmt: skip
@@ -106,10 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         first = base_label if (number + 2) // 2 % 2 else ours_label
         by_order[first].append(times[ours_label][number] / times[base_label][number])
     if all(by_order.values()):
-        means = {first: mean(ratios) for first, ratios in by_order.items()}
+        means = {first: statistics.fmean(ratios) for first, ratios in by_order.items()}
         each = ", ".join(f"{first} first {100 * (m - 1):+.1f} %" for first, m in means.items())
         print(f"per round, by order: {each}; the two alike: "
-              f"{100 * (mean(list(means.values())) - 1):+.1f} %")  # fmt: skip
+              f"{100 * (statistics.fmean(list(means.values())) - 1):+.1f} %")  # fmt: skip
     return 0
 
 

@@ -350,10 +350,11 @@ def test_an_export_into_postgresql_queues_a_few_megabytes(
         assert writer._copy is not None
         assert isinstance(writer._copy.writer, BoundedWriter)
         queue = writer._copy.writer._queue
-        assert type(queue) is type(QueuedLibpqWriter(writer.conn.cursor())._queue)
         assert queue.maxsize == QUEUED_BLOCKS
         writer.set_state(FIRST)
     assert set(held(store)) == {"row", "svc:origin:1", "svc:origin:2", "svc:origin:3"}
     store.close()
     with psycopg.connect(target) as conn:
-        assert QueuedLibpqWriter(conn.cursor())._queue.maxsize > QUEUED_BLOCKS
+        theirs = QueuedLibpqWriter(conn.cursor())._queue
+    assert type(queue) is type(theirs)
+    assert theirs.maxsize > QUEUED_BLOCKS
