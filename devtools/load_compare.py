@@ -1,7 +1,7 @@
 """What this code's load of a twin costs against another revision's, taking turns.
 
 python -m devtools.load_compare --baseline REV [--against REV2] [--patch FILE]
-    [--origins 1000000] [--rounds 2]
+    [--upgrade] [--origins 1000000] [--rounds 2]
 
 Each code gets a database of its own on DATABASE_URL's server, and the demo loaded into it
 (`make bench-since`'s documents, cached in `.bench/`). Then each round loads into both, in
@@ -9,7 +9,9 @@ turns, the demo's first twin in odd rounds and the demo again in even ones: ever
 load is a whole graph of which about 1 % changed since the one before. The codes are the
 baseline's (a `git worktree` of REV, with --patch FILE applied to it by `git apply`: one
 piece of this code taken out, say) and this checkout's (or, with --against, REV2's, in a
-worktree of its own: one change measured alone, its commit against its parent). Each load is
+worktree of its own: one change measured alone, its commit against its parent). With
+--upgrade the baseline's code loads the demo into both databases, so the first round
+measures this code's first load after an upgrade from the baseline. Each load is
 `registry load` in a process of its own; it prints the load's time, phases and the CPU time
 of the loader and its render workers (the database server's is not in it). A single pair of
 loads moves with the machine by several per cent; rounds in turns put the two codes in the
@@ -53,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--against", metavar="REV2", help="instead of this checkout")
     parser.add_argument("--patch", metavar="FILE", help="applied to the baseline's worktree")
+    parser.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="the demo loaded into both databases by the baseline's code",
+    )
     args = parser.parse_args(argv)
     cache = REPO / ".bench"
     demo = demo_document(args.origins, args.seed, cache)
@@ -73,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         for number, label in enumerate(codes):
             name = f"registry_load_compare_{args.origins}_{number}"
             urls[label] = stack.enter_context(scratch_database(server, name))
-            load(codes[label], urls[label], demo)
+            load(tree if args.upgrade else codes[label], urls[label], demo)
         for number in range(1, args.rounds + 1):
             document = twin if number % 2 else demo
             # AB, AB, BA, BA, ...: each document loaded in both orders, and a machine growing

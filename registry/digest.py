@@ -15,6 +15,10 @@ plain decimal, as JCS writes integers below 2^53; a larger one is refused rather
 written another way), and its string escapes are JCS's. An Origin holds no float and no
 other key (schemas/origin.py), so nothing else is checked: a check of every value cost four
 times the hash itself, which a load pays once per origin.
+
+The service sends every record in this form (schemas/origin.py declares its keys sorted), so
+the loader writes a record once, for the answer and its hash alike (canonical_as_built), and
+the SHA-256 of a record's bytes as sent is its h.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ MODULUS = 1 << BITS
 # The digest of a generation with no origin.
 EMPTY = "0" * (BITS // 4)
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
-# Sorted keys; an integer past 2^53, which JCS would write as a double, is an error.
-_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+# An integer past 2^53, which JCS would write as a double, is an error; keys sorted.
+_AS_BUILT = orjson.OPT_STRICT_INTEGER
+_CANONICAL = _AS_BUILT | orjson.OPT_SORT_KEYS
 
 
 def canonical(record: Any) -> bytes:
@@ -41,9 +46,21 @@ def canonical(record: Any) -> bytes:
     return orjson.dumps(record, option=_CANONICAL)
 
 
+def canonical_as_built(record: Any) -> bytes:
+    """canonical(record) for a record whose every object already holds its keys in sorted
+    order, as the loader builds them (schemas/compiled.py, canonical=True): nothing sorted
+    again. The loader sends these bytes and hashes them, so it writes each record once."""
+    return orjson.dumps(record, option=_AS_BUILT)
+
+
+def canonical_hash(form: bytes) -> int:
+    """h of one record given in its canonical form: its SHA-256 as a big-endian integer."""
+    return int.from_bytes(hashlib.sha256(form).digest(), "big")
+
+
 def record_hash(record: Any) -> int:
-    """h of one record: the SHA-256 of its canonical form, as a big-endian integer."""
-    return int.from_bytes(hashlib.sha256(canonical(record)).digest(), "big")
+    """h of one record."""
+    return canonical_hash(canonical(record))
 
 
 def text_hash(text: bytes | str) -> int:

@@ -12,6 +12,11 @@ any other value is handed to the field's own `_serialize`, so odd input is seria
 marshmallow itself. What this does not know (another field class, a hook, a default, a
 dotted attribute, only/exclude, as_string) it refuses at compile time with Unsupported
 rather than dump differently; tests/unit/test_compiled_dump.py checks both dumps agree.
+
+With `canonical=True` it also refuses a schema, or a schema nested in it, whose keys are not
+ASCII and declared in sorted order: the dicts it writes then hold their keys as RFC 8785
+sorts them, so orjson writes a record in its canonical form without sorting anything
+(registry/digest.py).
 """
 
 from __future__ import annotations
@@ -32,17 +37,19 @@ class Unsupported(Exception):
     """The schema uses something compile_dump does not reproduce exactly."""
 
 
-def compile_dump(schema_class: type[Schema]) -> Dump:
-    """A function giving what schema_class().dump(obj) gives, for one mapping obj."""
-    return _Compiler().schema(schema_class())
+def compile_dump(schema_class: type[Schema], canonical: bool = False) -> Dump:
+    """A function giving what schema_class().dump(obj) gives, for one mapping obj; with
+    canonical, only for a schema whose every object's keys are ASCII and sorted."""
+    return _Compiler(canonical).schema(schema_class())
 
 
 class _Compiler:
     """Writes one function per schema; nested schemas are compiled once each."""
 
-    def __init__(self) -> None:
+    def __init__(self, canonical: bool) -> None:
         self.names: dict[str, Any] = {"_missing": missing}
         self.counter = 0
+        self.canonical = canonical
 
     def name(self, value: Any, prefix: str) -> str:
         """A global name for value in the generated code."""
@@ -61,8 +68,13 @@ class _Compiler:
         if schema.dict_class is not dict:
             raise Unsupported(f"{type(schema).__name__}: dict_class {schema.dict_class}")
         lines = ["def dump(obj):", "    out = {}"]
+        keys = []
         for attr_name, field in schema.dump_fields.items():
             lines.extend(self.field(attr_name, field))
+            if not field.load_only:
+                keys.append(field.data_key if field.data_key is not None else attr_name)
+        if self.canonical and (keys != sorted(keys) or not all(map(str.isascii, keys))):
+            raise Unsupported(f"{type(schema).__name__}: keys {keys} are not ASCII and sorted")
         lines.append("    return out")
         namespace = dict(self.names)
         exec("\n".join(lines), namespace)  # code written here from the schema

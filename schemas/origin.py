@@ -62,24 +62,24 @@ class OriginIdentitySchema(Schema):
         metadata={"description": "per-origin key, svc:origin:<uuid>"},
     )
     name = fields.String(required=True)
+    network = fields.Nested(NetworkRefSchema, required=True)
     registry_id = nullable_string(
         "network-tier address, shared by sibling origins; not a per-origin key"
     )
-    network = fields.Nested(NetworkRefSchema, required=True)
 
 
 class GovernanceSchema(Schema):
     """The governance block."""
 
-    state = fields.String(
-        required=True,
-        validate=validate.OneOf(["governed", "ungoverned"]),
-        metadata={"description": "governed when there is at least one active edge"},
-    )
     active_edges = fields.Integer(
         required=True,
         validate=validate.Range(min=0),
         metadata={"description": "count of active governance edges"},
+    )
+    state = fields.String(
+        required=True,
+        validate=validate.OneOf(["governed", "ungoverned"]),
+        metadata={"description": "governed when there is at least one active edge"},
     )
 
 
@@ -93,46 +93,46 @@ class HeldSchema(Schema):
 class BansAllocationSchema(Schema):
     """Address allocation and publication (field `bans`)."""
 
-    allocated = fields.Boolean(required=True)
     address = fields.String(
         required=True,
         allow_none=True,
         validate=validate.Regexp(ADDRESS_PATTERN),
         metadata={"description": "<network>.<station>.<channel>, dot-separated integers"},
     )
-    network = address_part("network number of the address")
-    station = address_part("station number of the address")
+    allocated = fields.Boolean(required=True)
     channel = address_part("channel number of the address")
-    publication_status = fields.String(
-        required=True,
-        allow_none=True,
-        validate=validate.OneOf(["published", "held"]),
-        metadata={"description": "null when there is no allocation status"},
-    )
     held = fields.Nested(
         HeldSchema,
         required=True,
         allow_none=True,
         metadata={"description": "when and why, if held; else null"},
     )
+    network = address_part("network number of the address")
+    publication_status = fields.String(
+        required=True,
+        allow_none=True,
+        validate=validate.OneOf(["published", "held"]),
+        metadata={"description": "null when there is no allocation status"},
+    )
+    station = address_part("station number of the address")
 
 
 class PresentationSchema(Schema):
     """One resolved delivery form of the origin."""
 
+    availability = nullable_string("reachability telemetry; null when unknown, never inferred")
     carriage_id = fields.String(required=True)
-    transport = fields.String(required=True, validate=validate.OneOf(TRANSPORTS))
     provider = nullable_string("delivery provider")
     source = nullable_string("where the carriage was found")
-    availability = nullable_string("reachability telemetry; null when unknown, never inferred")
+    transport = fields.String(required=True, validate=validate.OneOf(TRANSPORTS))
 
 
 class OriginSchema(Schema):
     """One canonical origin with everything about it."""
 
-    origin = fields.Nested(OriginIdentitySchema, required=True)
-    governance = fields.Nested(GovernanceSchema, required=True)
     bans = fields.Nested(BansAllocationSchema, required=True)
+    governance = fields.Nested(GovernanceSchema, required=True)
+    origin = fields.Nested(OriginIdentitySchema, required=True)
     presentations = fields.List(
         fields.Nested(PresentationSchema),
         required=True,

@@ -22,16 +22,16 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import IO, Any
 
-import orjson
-
-from registry.digest import MODULUS, as_hex, record_hash
+from registry.digest import MODULUS, as_hex, canonical_as_built, canonical_hash
 from registry.loader.workers import WorkerProcesses, line_ranges, next_line_start, worker_count
 from schemas.compiled import compile_dump
 from schemas.origin import OriginSchema
 
 # OriginSchema's dump written out as plain code (schemas/compiled.py): the same output as
-# OriginSchema().dump, about a twelfth of its cost, which a load pays once per origin.
-_DUMP_ORIGIN = compile_dump(OriginSchema)
+# OriginSchema().dump, about a twelfth of its cost, which a load pays once per origin. Its
+# dicts hold their keys in sorted order (canonical=True refuses a schema declared otherwise),
+# so each record's JSON is its canonical form, sent as it is hashed (registry/digest.py).
+_DUMP_ORIGIN = compile_dump(OriginSchema, canonical=True)
 # Below this many origins worker processes cost more to start than they save.
 PARALLEL_FROM = 50_000
 _CHUNK_LINES = 5_000
@@ -159,8 +159,9 @@ def render_lines(lines: list[bytes], presentations: Presentations) -> tuple[byte
         fields = copy_fields(line)
         shown = presentations.take(int(fields[0]))  # type: ignore[arg-type]
         record = _DUMP_ORIGIN(_origin(fields, shown))
-        hashes += record_hash(record)
-        rendered = orjson.dumps(record).replace(b"\\", b"\\\\")
+        form = canonical_as_built(record)
+        hashes += canonical_hash(form)
+        rendered = form.replace(b"\\", b"\\\\")
         out.append(line[: line.index(b"\t")] + b"\t" + rendered + b"\n")
     return b"".join(out), hashes
 

@@ -3,7 +3,9 @@
 -- that produces n, in its transaction, once n's change set is in change_log
 -- (sql/load/build_net_changes.sql), and by the upgrade that first kept change sets, for each
 -- kept graph (migration 004). Each version's kind and blocks compare its hashes with the
--- record at n's.
+-- record at n's; records whose texts differ but whose four blocks are equal as values (one
+-- logged before records were sent with their keys sorted, docs/api.md "Digests", and one
+-- after) are the same record, no net change.
 --
 -- From the net changes of n's previous p when p's are there (p is the live generation while
 -- n loads): an origin absent from n's change set has the same record at n as at p, so its
@@ -80,6 +82,7 @@ BEGIN
             WHERE v.id = c.id AND v.generation = c.last
             OFFSET 0) AS z
         WHERE c.before_hash IS DISTINCT FROM z.after_hash
+          AND (c.before_blocks = z.after_blocks) IS NOT TRUE
     ), built AS (
         SELECT * FROM kept
         UNION ALL

@@ -3,7 +3,9 @@
 -- or changed, numbered by origin id. Records are compared as the API answers them, by the content
 -- hash of each stored record (origin_doc_hashes: build_doc_hashes.sql), in one full join on the
 -- origin id; only the records whose hashes differ are decoded (jsonb), to name the top-level blocks
--- that differ. before is the previous record, kept here so that the change set outlives the
+-- that differ, and to drop those equal as values: a graph kept from before records were sent in
+-- their canonical form (keys sorted, docs/api.md "Digests") holds the same record in another
+-- text, so the first load after that upgrade decodes each of its records once. before is the previous record, kept here so that the change set outlives the
 -- previous generation; after is read from this generation's origin_docs by after_pos. name
 -- and address (for CSV) are those of after, or of before for a removed origin.
 -- The origins whose hashes differ go to a temporary table first, with statistics: usually a
@@ -61,6 +63,7 @@ WITH found AS (
                CASE WHEN x.old_pos IS NOT NULL AND x.new_pos IS NOT NULL
                     THEN nd.doc::jsonb END AS aj
     ) AS j
+    WHERE x.old_pos IS NULL OR x.new_pos IS NULL OR j.bj IS DISTINCT FROM j.aj
 )
 SELECT (row_number() OVER (ORDER BY id))::integer AS pos,
        (row_number() OVER (PARTITION BY kind ORDER BY id))::integer AS kind_pos,

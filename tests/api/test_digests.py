@@ -137,6 +137,24 @@ def test_the_generation_list_gives_each_its_digest(two_loads: CheckedClient):
     ]
 
 
+@pytest.mark.parametrize("generation", [1, 2])
+def test_records_are_sent_in_their_canonical_form(two_loads: CheckedClient, generation: int):
+    """Each export line is its record's canonical form, byte for byte, so h is the SHA-256 of
+    the line as sent; a lookup sends the same bytes inside its envelope."""
+    client = two_loads
+    url = f"/registry/origins?generation={generation}"
+    response = raw(client, url, {**client.headers, "Accept": NDJSON})
+    lines = response.get_data().splitlines()
+    assert lines and all(line == digest.canonical(orjson.loads(line)) for line in lines)
+    sent = digest.as_hex(sum(map(digest.canonical_hash, lines)))
+    assert sent == response.headers["Registry-Digest"]
+    for line in lines:
+        found = orjson.loads(line)["origin"]["id"]
+        lookup = client.client.get(f"/registry/origins/{found}?{url.split('?')[1]}",
+                                   headers=client.headers)  # fmt: skip
+        assert b'"origin":' + line in lookup.get_data()
+
+
 def test_an_empty_graph_has_the_digest_of_nothing(
     database_factory: Callable[[], str], api_app_factory: Callable[..., Flask]
 ):

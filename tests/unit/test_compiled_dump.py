@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from marshmallow import Schema, fields, post_dump
 
+from registry import digest
 from schemas.compiled import Unsupported, compile_dump
 from schemas.origin import OriginSchema
 from schemas.summary import IntegrationStatusSchema
@@ -160,3 +161,49 @@ def test_what_it_cannot_reproduce_is_refused(schema: type[Schema]) -> None:
     differently."""
     with pytest.raises(Unsupported):
         compile_dump(schema)
+
+
+class Unsorted(Schema):
+    b = fields.String()
+    a = fields.String()
+
+
+class NestsUnsorted(Schema):
+    a = fields.Nested(Unsorted)
+
+
+class ListsUnsorted(Schema):
+    a = fields.List(fields.Nested(Unsorted))
+
+
+class RenamedUnsorted(Schema):
+    a = fields.String(data_key="z")
+    b = fields.String()
+
+
+class NonAscii(Schema):
+    a = fields.String(data_key="é")
+
+
+@pytest.mark.parametrize(
+    "schema", [Unsorted, NestsUnsorted, ListsUnsorted, RenamedUnsorted, NonAscii]
+)
+def test_canonical_refuses_keys_it_would_not_write_sorted(schema: type[Schema]) -> None:
+    """canonical=True: keys out of order, at any depth or by data_key, or not ASCII, are
+    refused; the same schema compiles without it."""
+    compile_dump(schema)
+    with pytest.raises(Unsupported, match="not ASCII and sorted"):
+        compile_dump(schema, canonical=True)
+
+
+@given(shaped(ORIGIN))
+@settings(max_examples=200, deadline=None)
+def test_the_origins_compiled_dump_writes_its_canonical_form(record: dict[str, Any]) -> None:
+    """Whatever shape it is given, the loader's dump (canonical=True) gives a dict orjson
+    writes in its canonical form without sorting (registry/digest.py)."""
+    dump = compile_dump(OriginSchema, canonical=True)
+    try:
+        dumped = dump(record)
+    except Exception:  # refused input is test_both_dumps_agree's matter
+        return
+    assert digest.canonical_as_built(dumped) == digest.canonical(dumped)
