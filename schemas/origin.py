@@ -2,6 +2,11 @@
 
 Validators here are never run on dump; they carry the documented bounds and formats into the
 OpenAPI document, which is generated from these same classes.
+
+The Origin record's fields are declared in sorted order at every level: a dump then holds its
+keys as RFC 8785 sorts them, so the record the loader writes and sends is its canonical form,
+the bytes its digest hashes (docs/api.md, "Digests"). The loader's compiled dump refuses a
+schema declared otherwise (schemas/compiled.py, canonical=True).
 """
 
 from __future__ import annotations
