@@ -43,6 +43,11 @@ def compile_dump(schema_class: type[Schema], canonical: bool = False) -> Dump:
     return _Compiler(canonical).schema(schema_class())
 
 
+def _key(attr_name: str, field: fields.Field) -> str:
+    """The key a field is dumped under."""
+    return field.data_key if field.data_key is not None else attr_name
+
+
 class _Compiler:
     """Writes one function per schema; nested schemas are compiled once each."""
 
@@ -68,11 +73,11 @@ class _Compiler:
         if schema.dict_class is not dict:
             raise Unsupported(f"{type(schema).__name__}: dict_class {schema.dict_class}")
         lines = ["def dump(obj):", "    out = {}"]
-        keys = []
         for attr_name, field in schema.dump_fields.items():
             lines.extend(self.field(attr_name, field))
-            if not field.load_only:
-                keys.append(field.data_key if field.data_key is not None else attr_name)
+        keys = [
+            _key(name, field) for name, field in schema.dump_fields.items() if not field.load_only
+        ]
         if self.canonical and (keys != sorted(keys) or not all(map(str.isascii, keys))):
             raise Unsupported(f"{type(schema).__name__}: keys {keys} are not ASCII and sorted")
         lines.append("    return out")
@@ -91,7 +96,7 @@ class _Compiler:
             raise Unsupported(f"{attr_name}: a dump_default")
         if field.load_only:
             return []
-        key = field.data_key if field.data_key is not None else attr_name
+        key = _key(attr_name, field)
         value = self.value(attr_name, field)
         return [
             f"    v = obj.get({source!r}, _missing)",
