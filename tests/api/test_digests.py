@@ -63,8 +63,8 @@ def raw(client: CheckedClient, url: str, headers: dict[str, str]) -> Any:
 
 def export_digest(client: CheckedClient, generation: int) -> str:
     """The digest of a generation's NDJSON export, computed here from the lines sent."""
-    url = f"/registry/origins?generation={generation}"
-    response = raw(client, url, {**client.headers, "Accept": NDJSON})
+    pin = f"generation={generation}"
+    response = raw(client, f"/registry/origins?{pin}", {**client.headers, "Accept": NDJSON})
     lines = response.get_data().splitlines()
     assert len(lines) == int(response.headers["Registry-Total"])
     return digest.as_hex(sum(digest.text_hash(line) for line in lines))
@@ -142,16 +142,15 @@ def test_records_are_sent_in_their_canonical_form(two_loads: CheckedClient, gene
     """Each export line is its record's canonical form, byte for byte, so h is the SHA-256 of
     the line as sent; a lookup sends the same bytes inside its envelope."""
     client = two_loads
-    url = f"/registry/origins?generation={generation}"
-    response = raw(client, url, {**client.headers, "Accept": NDJSON})
+    pin = f"generation={generation}"
+    response = raw(client, f"/registry/origins?{pin}", {**client.headers, "Accept": NDJSON})
     lines = response.get_data().splitlines()
     assert lines and all(line == digest.canonical(orjson.loads(line)) for line in lines)
     sent = digest.as_hex(sum(map(digest.canonical_hash, lines)))
     assert sent == response.headers["Registry-Digest"]
     for line in lines:
         found = orjson.loads(line)["origin"]["id"]
-        lookup = client.client.get(f"/registry/origins/{found}?{url.split('?')[1]}",
-                                   headers=client.headers)  # fmt: skip
+        lookup = client.client.get(f"/registry/origins/{found}?{pin}", headers=client.headers)
         assert b'"origin":' + line in lookup.get_data()
 
 

@@ -15,6 +15,7 @@ import psycopg
 from registry.digest import canonical
 
 from .test_change_log import chain_documents, load, net
+from .test_digest_upgrade import digests
 
 GRAPHS = "SELECT nspname FROM pg_namespace WHERE nspname ~ '^graph(_g[0-9]+)?$'"
 
@@ -72,13 +73,10 @@ def state(conninfo: str) -> dict[str, Any]:
     """What the loads after the upgrade answer with: generation 3's and 4's change sets,
     every net change up to 4, each generation's digest."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        digests = conn.execute(
-            "SELECT generation, digest FROM registry_meta.generations ORDER BY 1"
-        ).fetchall()
         return {
             "changes": {n: change_set(conn, n) for n in (3, 4)},
             "net": {(s, n): net(conn, s, n) for n in (3, 4) for s in range(1, n)},
-            "digests": dict(digests),
+            "digests": digests(conn),
         }
 
 
