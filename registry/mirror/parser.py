@@ -1,11 +1,19 @@
 """An export's lines parsed and hashed, in a second process when the export is large
 (docs/mirror.md, "A step").
 
-Per line, an export parses the JSON (for the origin's id), writes the record's canonical form
-and hashes it (registry/digest.py), then the store inserts it. Parsing and hashing are about
-two thirds of that work, and Python runs one thread of a process at a time, so they overlap
-with the inserts only in another process: it parses and hashes batch k + 1 while the mirror
-inserts batch k and reads the next from the body.
+Per line, an export reads the origin's id, hashes the line and checks that it is UTF-8, then
+the store inserts it. The service sends each record in its canonical form (docs/api.md,
+"Digests"), so the SHA-256 of the line as sent is its h, and the sum over the export must be
+the answer's `Registry-Digest`: that sum proves the lines are the canonical records of the
+generation, byte for byte, without writing any record again. Only the id is decoded (msgspec,
+into the one field it needs; the rest of the line is checked as JSON and skipped), a sixth of
+what a whole parse into Python objects costs. A graph the service rendered before it sorted
+keys sends other bytes for the same records; the step then recomputes the digest from the
+records themselves (registry/mirror/steps.py).
+
+That work overlaps with the inserts only in another process (Python runs one thread of a
+process at a time): it reads and hashes batch k + 1 while the mirror inserts batch k and reads
+the next from the body.
 
 The second process is a child started fresh (spawn: nothing of the mirror's state, threads
 or connections is copied into it), ignores SIGINT and SIGTERM (the mirror decides when a
@@ -25,10 +33,9 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
-import orjson
+import msgspec
 
-from registry.digest import record_hash
-from registry.mirror.body import parsed
+from registry.digest import canonical_hash
 from registry.mirror.client import Failed
 
 # By default, an export of fewer lines is parsed in the mirror's own process: it ends in about
@@ -37,25 +44,54 @@ SECOND_PROCESS_FROM = 20_000
 # How long a second process that was told to end gets before it is killed.
 END_WAIT_S = 5.0
 
-# A batch parsed: its lines, each line's origin id, the sum of the records' hashes.
+# A batch parsed: its lines, each line's origin id, the sum of the lines' hashes.
 Parsed = tuple[list[bytes], list[str], int]
 
 
+class _Origin(msgspec.Struct):
+    """The one field of an Origin record's `origin` block an export needs."""
+
+    id: str
+
+
+class _Record(msgspec.Struct):
+    """An exported line as far as the mirror reads it: `origin.id`."""
+
+    origin: _Origin
+
+
+_READ_ID = msgspec.json.Decoder(_Record)
+
+
 def exported(lines: list[bytes], before: int) -> tuple[list[str], int]:
-    """The origin id of each exported line and the sum of their records' hashes, `before` the
+    """The origin id of each exported line and the sum of the lines' hashes, `before` the
     lines of the body ahead of these (for the line number of an error)."""
-    records = parsed(lines, before)
-    return [origin_id(record) for record in records], sum(map(record_hash, records))
-
-
-def origin_id(record: Any) -> str:
-    """An Origin record's id (`origin.id`)."""
+    utf8(lines, before)
     try:
-        return str(record["origin"]["id"])
-    except (KeyError, TypeError):
-        raise Failed(
-            f"an exported line without origin.id: {orjson.dumps(record)[:200]!r}"
-        ) from None
+        ids = [_READ_ID.decode(line).origin.id for line in lines]
+    except msgspec.MsgspecError:
+        for number, line in enumerate(lines, before + 1):
+            try:
+                _READ_ID.decode(line)
+            except msgspec.ValidationError as error:  # a DecodeError too: asked first
+                raise Failed(
+                    f"an exported line without origin.id (line {number}): {error}"
+                ) from error
+            except msgspec.DecodeError as error:
+                raise Failed(f"line {number} of the body is not JSON: {error}") from error
+        raise
+    return ids, sum(map(canonical_hash, lines))
+
+
+def utf8(lines: list[bytes], before: int) -> None:
+    """Raise Failed unless every line is UTF-8 (the id's decoder skips the rest of a line
+    unread; the stores take the lines as they came)."""
+    text = b"\n".join(lines)
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as error:
+        number = before + 1 + text.count(b"\n", 0, error.start)
+        raise Failed(f"line {number} of the body is not UTF-8") from None
 
 
 @contextmanager

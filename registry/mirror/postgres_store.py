@@ -7,6 +7,7 @@ mirror killed half-way leaves a transaction the server rolls back.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 
@@ -63,10 +64,12 @@ class PostgresWriter:
         self.index()
         self.conn.execute(SQL["clear_origins"])
 
-    def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add rows the copy does not hold, into the export's one COPY. psycopg's queued
-        writer sends the data from a thread of its own, so the server inserts while the
-        mirror parses the next batch."""
+    def insert(self, ids: list[str], records: list[bytes]) -> None:
+        """Add rows the copy does not hold, into the export's one COPY (binary). A batch
+        goes as one block framed here (copy_rows), the records as the bytes that came, not
+        row by row through psycopg: that, and decoding each line, were a third of the
+        mirror's own time in an export. psycopg's queued writer sends the data from a thread
+        of its own, so the server inserts while the mirror parses the next batch."""
         try:
             if self._copy is None:
                 copying = ExitStack()
@@ -74,19 +77,30 @@ class PostgresWriter:
                 writer = BoundedWriter(cursor)
                 self._copy = copying.enter_context(cursor.copy(SQL["copy_origins"], writer=writer))
                 self._copying = copying
-            for row in rows:
-                self._copy.write_row(row)
+                self._copy.write(COPY_HEADER)
+            self._copy.write(copy_rows(ids, records))
         except psycopg.errors.UniqueViolation as error:
             raise _named_twice(error) from error
+
+    def records(self) -> Iterator[list[str]]:
+        """Every record held, a batch at a time, in this transaction."""
+        self.index()
+        with self.conn.cursor(name="registry_mirror_step_records") as cursor:
+            cursor.itersize = READ_BATCH
+            cursor.execute(SQL["all_records"])
+            yield from batched(iter(cursor), READ_BATCH)
 
     def index(self) -> None:
         """End the export's COPY: its rows are in, under the primary key kept throughout
         (dropping its index would lock readers of the copy out until the export commits).
         Every other statement of the step ends it first too: the connection serves nothing
         else while a COPY is open."""
-        copying, self._copying, self._copy = self._copying, None, None
+        copying, self._copying, copy = self._copying, None, self._copy
+        self._copy = None
         if copying is not None:
             try:
+                if copy is not None:
+                    copy.write(COPY_TRAILER)
                 copying.close()
             except psycopg.errors.UniqueViolation as error:
                 raise _named_twice(error) from error
@@ -206,6 +220,24 @@ class PostgresStore:
         if self.conn.broken or self.conn.closed:
             self.conn = _connect(self.target)
         return self.conn
+
+
+def copy_rows(ids: list[str], records: list[bytes]) -> bytes:
+    """(id, record) rows in COPY's binary format: per row its field count, then each value's
+    length and bytes; a jsonb value is its version (1) and its text. Nothing is escaped, and
+    the server does not unescape."""
+    return b"".join(
+        b"%b%b%b%b" % (_ID.pack(2, len(key)), key, _RECORD.pack(len(record) + 1, 1), record)
+        for key, record in zip(map(str.encode, ids), records, strict=True)
+    )
+
+
+# Binary COPY's framing: its header (signature, flags, no extension), a row's field count
+# and its id's length, its record's length and jsonb's version, the trailer.
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_ID = struct.Struct(">hi")
+_RECORD = struct.Struct(">ib")
+COPY_TRAILER = b"\xff\xff"
 
 
 def _connect(target: str) -> psycopg.Connection:

@@ -91,12 +91,18 @@ class SqliteWriter:
         except sqlite3.IntegrityError as error:
             raise NamedTwice(error) from error
 
-    def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add rows the copy does not hold."""
+    def insert(self, ids: list[str], records: list[bytes]) -> None:
+        """Add rows the copy does not hold. The records go in as the bytes that came and
+        are stored as text (sql/mirror/sqlite/insert_origin.sql): nothing decodes them."""
         try:
-            self.conn.executemany(SQL["insert_origin"], rows)
+            self.conn.executemany(SQL["insert_origin"], zip(ids, records, strict=True))
         except sqlite3.IntegrityError as error:  # a copy made with the id a primary key
             raise NamedTwice(error) from error
+
+    def records(self) -> Iterator[list[str]]:
+        """Every record held, a batch at a time, in this transaction."""
+        self.index()
+        return batched(self.conn.execute(SQL["all_records"]), READ_BATCH)
 
     def held(self, ids: list[str]) -> dict[str, str]:
         """The records held for these ids."""

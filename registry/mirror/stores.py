@@ -74,9 +74,13 @@ class Writer(Protocol):
     def clear(self) -> None:
         """Remove every origin (an export replaces the copy, by `insert` then `index`)."""
 
-    def insert(self, rows: list[tuple[str, str]]) -> None:
-        """Add (id, record JSON) rows the copy does not hold (an export's, batch by
-        batch)."""
+    def insert(self, ids: list[str], records: list[bytes]) -> None:
+        """Add rows the copy does not hold, each id with its record as JSON in UTF-8 (an
+        export's lines, batch by batch)."""
+
+    def records(self) -> Iterator[list[str]]:
+        """Every record held, as JSON text, a batch at a time, as this transaction sees
+        them."""
 
     def index(self) -> None:
         """After an export's inserts: the copy is indexed by id again, its ids unique

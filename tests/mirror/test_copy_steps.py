@@ -6,10 +6,15 @@ reached, its digest the service's (Registry-Digest), and `status` and `verify` a
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 
+import orjson
+import psycopg
 import pytest
 
+from registry.digest import canonical
+from tests.loader.test_record_key_order import as_written_unsorted
 from tests.mirror.mirror_copy import Store
 from tests.mirror.mirror_run import assert_converged, step_line, sync
 from tests.mirror.registry_stack import Registry, demo, twin
@@ -76,3 +81,38 @@ def test_a_copy_follows_exports_changes_and_304s(
     done = sync(url, store)
     step_line(done, f"generation {second} -> {newest}: {count} changes, digest ok")
     assert_converged(store, registry, url, newest, done)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_an_export_whose_lines_are_not_canonical_is_proven_from_its_records(
+    registry_factory: Callable[..., Registry], store_factory: Callable[[str], Store], kind: str
+):
+    """A graph rendered before the service sent records in their canonical form (its keys in
+    another order) exports other bytes for the same records: the sum of the lines' hashes is
+    not the digest, so the step settles it from the records themselves, keeps the lines as
+    they came, and steps on from there (docs/mirror.md, "Proof")."""
+    registry = registry_factory()
+    url = registry.url()
+    store = store_factory(kind)
+    first = registry.load(demo(ORIGINS, SEED))
+    with psycopg.connect(registry.conninfo, autocommit=True) as conn:
+        as_written_unsorted(conn)
+    lines = registry.export(first).lines
+    assert all(line != canonical(orjson.loads(line)) for line in lines.values())
+
+    done = sync(url, store)
+    step_line(done, f"exported generation {first}: {len(lines)} origins, digest ok")
+    assert_converged(store, registry, url, first, done)
+    if kind == "sqlite":
+        with sqlite3.connect(store.target) as conn:
+            held = dict(conn.execute("SELECT id, CAST(record AS BLOB) FROM origins"))
+        assert held == lines
+
+    second = registry.load(twin(ORIGINS, SEED, 0.2))
+    done = sync(url, store)
+    step_line(
+        done,
+        f"generation {first} -> {second}: {net_changes(registry, first, second)} changes, "
+        "digest ok",
+    )
+    assert_converged(store, registry, url, second, done)

@@ -39,7 +39,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     store = open_store(target, create=True)
     assert store is not None
     with store.step() as writer:
-        writer.insert([(r["origin"]["id"], orjson.dumps(r).decode()) for r in RECORDS])
+        writer.insert([r["origin"]["id"] for r in RECORDS], [orjson.dumps(r) for r in RECORDS])
         writer.set_state(MirrorRow(URL, 4, digest_of(RECORDS), None, "2026-01-02T03:04:05Z"))
     store.close()
     return target

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from registry.digest import record_hash
+from registry.digest import canonical, canonical_hash, record_hash
 from registry.mirror.client import Failed
 from registry.mirror.parser import Helper, exported, parsing
 from tests.mirror.mirror_run import gone, wait_for
@@ -65,7 +65,30 @@ def test_the_second_process_parses_as_the_mirror_does(
         record["origin"]["id"]
         for record in records  # type: ignore[index]
     ]
+    # The lines as sent are the records' canonical form: their hashes are the records'.
+    assert [orjson.loads(line) for line in lines] == records
     assert sum(hashes for _texts, _ids, hashes in apart) == sum(map(record_hash, records))
+
+
+@settings(max_examples=50, deadline=None)
+@given(records=st.lists(st.dictionaries(st.text(max_size=8), st.text(max_size=8)), max_size=6))
+def test_a_line_is_hashed_as_sent(records: list[dict[str, str]]) -> None:
+    """An export's hash is the SHA-256 of each line's bytes: the record's h when the line is
+    its canonical form, another value when it is not (keys unsorted, spaces), which the step
+    then settles from the records themselves (tests/mirror/test_copy_steps.py)."""
+    lines = [
+        orjson.dumps({"origin": {"id": str(number)}, **extra})
+        for number, extra in enumerate(records)
+    ]
+    assert exported(lines, 0) == (
+        [str(number) for number in range(len(records))],
+        sum(map(canonical_hash, lines)),
+    )
+    unsorted = b'{"presentations":[],"origin":{"name":"a","id":"svc:origin:1"}}'
+    assert exported([unsorted], 0)[1] != record_hash(orjson.loads(unsorted))
+    assert exported([canonical(orjson.loads(unsorted))], 0)[1] == record_hash(
+        orjson.loads(unsorted)
+    )
 
 
 def parsers() -> set[tuple[str, int | None]]:
@@ -95,8 +118,24 @@ def test_a_line_that_is_not_json_is_named_by_its_number_from_the_second_process(
 
 
 def test_a_line_without_an_origin_id_is_refused_by_the_second_process(helper: Helper) -> None:
-    with pytest.raises(Failed, match=r"an exported line without origin\.id"):
+    with pytest.raises(Failed, match=r"an exported line without origin\.id \(line 1\)"):
         list(helper.pipelined([[b'{"origin":{"name":"no id"}}']]))
+    with pytest.raises(Failed, match=r"an exported line without origin\.id \(line 2\)"):
+        list(helper.pipelined([[lines_of([origin(1, "a")])[0], b'{"origin":{"id":7}}']]))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b'{"origin":{"id":"a","name":"\xff"}}', b'{"origin":{"id":"a"},"x":"\xed\xa0\x80"}'],
+)
+def test_a_line_that_is_not_utf8_is_named_by_its_number(helper: Helper, line: bytes) -> None:
+    """Only the id is decoded, so the rest of a line is checked as UTF-8 on its own: the stores
+    take the bytes as they came."""
+    good = lines_of([origin(number, "x") for number in range(3)])
+    with pytest.raises(Failed, match="line 6 of the body is not UTF-8"):
+        list(helper.pipelined([good, [*good[:2], line]]))
+    with pytest.raises(Failed, match="line 4 of the body is not UTF-8"):
+        exported([line], 3)
 
 
 def test_the_second_process_ignores_the_signals_sent_to_the_group() -> None:

@@ -36,6 +36,12 @@ def rows(*numbers: int, name: str = "one") -> list[tuple[str, str]]:
     return [(f"svc:origin:{number}", record(number, name)) for number in numbers]
 
 
+def lines(rows: list[tuple[str, str]]) -> tuple[list[str], list[bytes]]:
+    """Rows as an export inserts them: the ids, and the records as the bytes of their
+    lines."""
+    return [origin_id for origin_id, _ in rows], [text.encode() for _, text in rows]
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A TARGET of each kind: a SQLite file not yet made, a fresh PostgreSQL database."""
@@ -59,7 +65,7 @@ def held(store: Store) -> dict[str, object]:
 def first_copy(store: Store) -> None:
     """Generation 1: origins 1, 2 and 3."""
     with store.step() as writer:
-        writer.insert(rows(1, 2, 3))
+        writer.insert(*lines(rows(1, 2, 3)))
         writer.set_state(FIRST)
 
 
@@ -88,8 +94,8 @@ def test_an_export_is_indexed_by_id_before_anything_else_and_its_commit(target: 
     first_copy(store)
     with store.step() as writer:
         writer.clear()
-        writer.insert(rows(4, 5))
-        writer.insert(rows(6))
+        writer.insert(*lines(rows(4, 5)))
+        writer.insert(*lines(rows(6)))
         assert writer.state() == FIRST
         writer.set_state(SECOND)
     with store.step() as writer:
@@ -100,8 +106,8 @@ def test_an_export_is_indexed_by_id_before_anything_else_and_its_commit(target: 
     for twice in ([*rows(7, 8), *rows(7)], [*rows(7)], None):
         with pytest.raises(NamedTwice), store.step() as writer:
             writer.clear()
-            writer.insert(rows(7, 8))
-            writer.insert(twice or rows(8))
+            writer.insert(*lines(rows(7, 8)))
+            writer.insert(*lines(twice or rows(8)))
     assert held(store) == after
     store.close()
 
@@ -114,11 +120,51 @@ def test_a_step_that_raises_leaves_the_previous_copy_whole(target: str) -> None:
     before = held(store)
     with pytest.raises(RuntimeError), store.step() as writer:
         writer.clear()
-        writer.insert(rows(7, 8))
+        writer.insert(*lines(rows(7, 8)))
         writer.set_state(SECOND)
         raise RuntimeError("the body was cut")
     assert held(store) == before and store.state() == FIRST
     store.close()
+
+
+# Ids and records that COPY's framing and SQLite's text must carry as they are: escapes,
+# a backslash, a tab, control characters written as JSON escapes, text beyond ASCII, and
+# JSON whitespace (tab, carriage return) between tokens. (No \\u0000: PostgreSQL's text and
+# jsonb hold no NUL, so no record the service sends has one.)
+AWKWARD = [
+    ("svc:origin:tab\tand\\backslash", '{"origin":{"id":"svc:origin:tab\\tand\\\\backslash"}}'),
+    ("svc:origin:é☃𝄞", '{"name":"a\\u0001b\\n\\"q\\"","origin":{"id":"svc:origin:é☃𝄞"}}'),
+    ("svc:origin:ws", '{"origin":\t{"id":"svc:origin:ws"},\r"x":[ ]}'),
+    ("svc:origin:nl\n", '{"origin":{"id":"svc:origin:nl\\n"},"p":"\\\\."}'),
+]
+
+
+def test_an_export_keeps_every_id_and_record_as_they_came(target: str) -> None:
+    """An export's rows reach the store unchanged: the ids, and the records byte for byte in
+    SQLite, as the same values in PostgreSQL (jsonb keeps values, not text)."""
+    store = opened(target)
+    with store.step() as writer:
+        writer.clear()
+        writer.insert(*lines(AWKWARD))
+        writer.set_state(FIRST)
+        assert sorted(text for batch in writer.records() for text in batch) == sorted(
+            text if target.endswith(".sqlite") else _as_jsonb(target, text) for _, text in AWKWARD
+        )
+    expected = {origin_id: orjson.loads(text) for origin_id, text in AWKWARD}
+    assert held(store) == {"row": FIRST, **expected}
+    if target.endswith(".sqlite"):
+        with sqlite3.connect(target) as conn:
+            found = conn.execute("SELECT id, record, typeof(record) FROM origins").fetchall()
+        assert sorted(found) == sorted((i, text, "text") for i, text in AWKWARD)
+    store.close()
+
+
+def _as_jsonb(target: str, text: str) -> str:
+    """The text PostgreSQL writes for a jsonb value."""
+    with psycopg.connect(target) as conn:
+        found = conn.execute("SELECT %s::jsonb::text", (text,)).fetchone()
+    assert found is not None
+    return str(found[0])
 
 
 def test_held_upsert_and_delete_change_only_the_ids_named(target: str) -> None:
@@ -154,7 +200,7 @@ def test_a_second_writer_is_told_the_copy_is_busy(target: str) -> None:
         other = open_store(target, create=False)
     assert other is not None
     with store.step() as writer:
-        writer.insert(rows(4))
+        writer.insert(*lines(rows(4)))
         writer.set_state(SECOND)
         with pytest.raises(StoreBusy), other.step():
             pass
@@ -170,7 +216,7 @@ def test_readers_keep_the_committed_copy_while_a_step_writes(target: str) -> Non
     first_copy(store)
     with store.step() as writer:
         writer.clear()
-        writer.insert(rows(5))
+        writer.insert(*lines(rows(5)))
         writer.set_state(SECOND)
         if target.endswith(".sqlite"):
             with sqlite3.connect(target, timeout=0.1) as reader:
@@ -194,10 +240,10 @@ store = open_store(sys.argv[1], create=True)
 with store.step() as writer:
     writer.clear()
     # More than SQLite's page cache holds: the step's pages reach the write-ahead log.
-    body = '{"origin": {"id": "x", "name": "%s"}}' % ("n" * 1000)
+    body = b'{"origin": {"id": "x", "name": "%s"}}' % (b"n" * 1000)
     rows = (CACHE_KIB * 1024 * 3 // 2 // 1000) // 2000 * 2000
     for start in range(0, rows, 2000):
-        writer.insert([(f"svc:origin:new-{i}", body) for i in range(start, start + 2000)])
+        writer.insert([f"svc:origin:new-{i}" for i in range(start, start + 2000)], [body] * 2000)
     row = MirrorRow("http://registry.example", 2, "2" * 64, None, "2026-01-02T00:00:00Z")
     writer.set_state(row)
     print("written", flush=True)
@@ -255,7 +301,7 @@ def test_a_first_sqlite_step_is_built_beside_the_file_and_renamed_into_place(
     store = opened(str(target))
     with store.step() as writer:
         writer.clear()
-        writer.insert(rows(1, 2))
+        writer.insert(*lines(rows(1, 2)))
         writer.set_state(FIRST)
         assert files(tmp_path) == ["copy.sqlite.new"]
         assert open_store(str(target), create=False) is None
@@ -270,7 +316,7 @@ def test_a_first_sqlite_step_is_built_beside_the_file_and_renamed_into_place(
     assert again.state() == SECOND and again.count() == 3
     with pytest.raises(NamedTwice), again.step() as writer:  # the id index is there
         writer.upsert(rows(4))
-        writer.insert(rows(4))
+        writer.insert(*lines(rows(4)))
     again.close()
     store.close()
 
@@ -282,12 +328,12 @@ def test_a_first_sqlite_step_that_fails_leaves_no_file(tmp_path: Path) -> None:
     store = opened(target)
     with pytest.raises(RuntimeError), store.step() as writer:
         writer.clear()
-        writer.insert(rows(1, 2))
+        writer.insert(*lines(rows(1, 2)))
         writer.set_state(FIRST)
         raise RuntimeError("the body was cut")
     with pytest.raises(NamedTwice), store.step() as writer:
         writer.clear()
-        writer.insert(rows(1, 1))
+        writer.insert(*lines(rows(1, 1)))
     assert files(tmp_path) == [] and store.state() is None and store.count() == 0
     first_copy(store)
     assert store.state() == FIRST and store.count() == 3
@@ -313,7 +359,7 @@ def test_a_second_mirror_making_the_same_sqlite_file_is_told_it_is_busy(tmp_path
     target = str(tmp_path / "copy.sqlite")
     store, other = opened(target), opened(target)
     with store.step() as writer:
-        writer.insert(rows(1))
+        writer.insert(*lines(rows(1)))
         writer.set_state(FIRST)
         with pytest.raises(StoreBusy, match="being made by another process"), other.step():
             pass
@@ -346,7 +392,7 @@ def test_an_export_into_postgresql_queues_a_few_megabytes(
     with store.step() as writer:
         assert isinstance(writer, PostgresWriter)
         writer.clear()
-        writer.insert(rows(1, 2, 3))
+        writer.insert(*lines(rows(1, 2, 3)))
         assert writer._copy is not None
         assert isinstance(writer._copy.writer, BoundedWriter)
         queue = writer._copy.writer._queue
