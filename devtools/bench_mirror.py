@@ -6,7 +6,7 @@ The demo is loaded and served by the production gunicorn set-up; then, in one ru
 
 - the first sync into SQLite and into PostgreSQL, each beside the same NDJSON export read by
   curl into /dev/null (the best of three curl runs, taken before and after), as a ratio;
-  the mirror's peak resident size (its own and its second process's peaks, summed, from /proc);
+  the mirror's peak resident size (its high-water mark, from /proc);
 - a twin of 1 % of the origins is loaded (the twin generator of `registry demo --changes`,
   as in devtools.bench_since), and one step of each copy applies it;
 - an unchanged poll: the step `--follow` takes when nothing was loaded (a 304), timed in
@@ -81,22 +81,11 @@ def high_water_mb(pid: int) -> float | None:
     return None
 
 
-def tree_high_water_mb(pid: int) -> float:
-    """The peaks of the process and of the processes it started (the second process that
-    parses an export, docs/mirror.md), summed: an upper bound of their peak together."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    return sum(high_water_mb(process) or 0.0 for process in [pid, *map(int, children)])
-
-
 def mirror(args: list[str], token: str) -> tuple[float, float, str]:
     """`registry mirror ...` in a process of its own: seconds, peak RSS in MB, its last line.
 
-    The peak is the high-water mark of the process and of its second process, summed, read
-    from /proc while they run (wait4's figure would count the image of this process, which
-    the child is forked from)."""
+    The peak is the process's high-water mark, read from /proc while it runs (wait4's figure
+    would count the image of this process, which the child is forked from)."""
     env = {**os.environ, "REGISTRY_TOKEN": token, "PYTHONPATH": str(REPO)}
     started = time.monotonic()
     with tempfile.TemporaryFile() as output:
@@ -106,7 +95,7 @@ def mirror(args: list[str], token: str) -> tuple[float, float, str]:
         )  # fmt: skip
         peak = 0.0
         while process.poll() is None:
-            peak = max(peak, tree_high_water_mb(process.pid))
+            peak = max(peak, high_water_mb(process.pid) or 0.0)
             time.sleep(0.02)
         seconds = time.monotonic() - started
         output.seek(0)

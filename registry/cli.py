@@ -280,13 +280,6 @@ def _add_mirror_commands(commands: Any) -> None:
     sync.add_argument("--token-file", **token_file)
     sync.add_argument("--reset", action="store_true", help="export again, even another URL's copy")
     sync.add_argument("--give-up-after", **seconds, help="retry for SECONDS (300; --follow: ever)")
-    sync.add_argument(
-        "--second-process-from",
-        type=int,
-        default=None,
-        metavar="ORIGINS",
-        help="parse and hash an export of ORIGINS or more in a second process (20000; 0: all)",
-    )
     sync.set_defaults(run=_mirror("command_sync"))
     status = actions.add_parser("status", help="the copy as one JSON object")
     status.add_argument("--into", **into)

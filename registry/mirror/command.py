@@ -178,10 +178,6 @@ def _sync(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
         stop = threading.Event()
         client = Client(url, secret)
         step = Step(client, store, url, report, progress_for(sys.stderr), stop)
-        if (apart := args.second_process_from) is not None:
-            if apart < 0:
-                raise Usage(f"--second-process-from takes a number of origins, not {apart}")
-            step.second_process_from = apart
         try:
             return _once(step, args, stop) if args.follow is None else _follow(step, args, stop)
         finally:

@@ -23,7 +23,7 @@ import orjson
 from registry.digest import as_hex, from_hex, record_hash, text_hash
 from registry.mirror.body import batches, parsed, stamp, total
 from registry.mirror.client import NDJSON, Answer, Client, Failed
-from registry.mirror.parser import SECOND_PROCESS_FROM, parsing
+from registry.mirror.parser import exported
 from registry.mirror.stores import MirrorRow, Store, Writer, utc_now
 
 EXPORT_PATH = "/registry/origins"
@@ -60,8 +60,6 @@ class Step:
     report: Callable[[str], None]
     progress: Progress
     stop: threading.Event
-    # Exports of this many origins or more are parsed in a second process (parser.py).
-    second_process_from: int = SECOND_PROCESS_FROM
 
     def run(self, export: bool) -> int:
         """One step in one transaction: an export when `export` or when there is no copy,
@@ -132,13 +130,14 @@ class Step:
             writer.clear()
             digest = 0
             self.progress.start(expected)
+            before = 0  # the lines of the body ahead of this batch
             try:
-                lines = batches(answer, expected, self.stop)
-                with parsing(lines, expected, self.second_process_from) as parsed_batches:
-                    for texts, ids, hashes in parsed_batches:
-                        digest += hashes
-                        writer.insert(ids, texts)
-                        self.progress.advance(len(texts))
+                for lines in batches(answer, expected, self.stop):
+                    ids, hashes = exported(lines, before)
+                    digest += hashes
+                    writer.insert(ids, lines)
+                    before += len(lines)
+                    self.progress.advance(len(lines))
             finally:
                 self.progress.stop()
             writer.index()

@@ -108,15 +108,6 @@ class Running:
             self.process.returncode, self.out_path.read_text(errors="replace"), self.stderr()
         )
 
-    def children(self) -> list[int]:
-        """The pids of the processes it started (its second process, during an export)."""
-        pid = self.process.pid
-        try:
-            listed = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-        except (FileNotFoundError, ProcessLookupError):
-            return []
-        return [int(child) for child in listed.split()]
-
     def kill(self) -> Finished:
         """kill -9 if it still runs, and what it had printed (its files closed either way)."""
         if self.alive():
@@ -141,17 +132,6 @@ def start(folder: Path, *args: str, token: str | None = TOKEN) -> Running:
     running = Running(process, out_path, err_path, [out, err])
     STARTED.append(running)
     return running
-
-
-def gone(pid: int) -> bool:
-    """Whether a process has ended (exited, or a zombie not yet reaped)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return any(
-        line.split()[1:2] == ["Z"] for line in status.splitlines() if line.startswith("State:")
-    )
 
 
 def wait_for(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:
