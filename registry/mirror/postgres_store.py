@@ -8,8 +8,8 @@ mirror killed half-way leaves a transaction the server rolls back.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack, closing, contextmanager, suppress
 
 import psycopg
 from psycopg.copy import Copy, QueuedLibpqWriter
@@ -85,10 +85,7 @@ class PostgresWriter:
     def records(self) -> Iterator[list[str]]:
         """Every record held, a batch at a time, in this transaction."""
         self.index()
-        with self.conn.cursor(name="registry_mirror_step_records") as cursor:
-            cursor.itersize = READ_BATCH
-            cursor.execute(SQL["all_records"])
-            yield from batched(iter(cursor), READ_BATCH)
+        yield from _records(self.conn)
 
     def index(self) -> None:
         """End the export's COPY: its rows are in, under the primary key kept throughout
@@ -201,12 +198,10 @@ class PostgresStore:
         conn = self._usable()
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         try:
-            with conn.transaction():
-                row = _row(conn)
-                with conn.cursor(name="registry_mirror_records") as cursor:
-                    cursor.itersize = READ_BATCH
-                    cursor.execute(SQL["all_records"])
-                    yield Snapshot(row, batched(iter(cursor), READ_BATCH))
+            # The records' cursor is closed before the transaction ends, however far it was
+            # read.
+            with conn.transaction(), closing(_records(conn)) as records:
+                yield Snapshot(_row(conn), records)
         finally:
             conn.isolation_level = None
 
@@ -238,6 +233,15 @@ COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 _ID = struct.Struct(">hi")
 _RECORD = struct.Struct(">ib")
 COPY_TRAILER = b"\xff\xff"
+
+
+def _records(conn: psycopg.Connection) -> Generator[list[str]]:
+    """Every record as this connection's transaction sees it, a batch at a time, through a
+    server-side cursor (closed when the batches end or are dropped)."""
+    with conn.cursor(name="registry_mirror_records") as cursor:
+        cursor.itersize = READ_BATCH
+        cursor.execute(SQL["all_records"])
+        yield from batched(iter(cursor), READ_BATCH)
 
 
 def _connect(target: str) -> psycopg.Connection:
